@@ -1,0 +1,91 @@
+package dev.runway;
+
+import dev.runway.cli.KeysCommand;
+import dev.runway.config.ServerSettings;
+import dev.runway.config.Settings;
+import dev.runway.config.SettingsException;
+import dev.runway.db.Database;
+import java.util.Arrays;
+import java.util.List;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/** The composition root: reads settings, then serves or runs a `keys` command. */
+public final class Main {
+  private static final String USAGE = """
+      usage: runway [serve]            start the server
+             runway keys ...           manage API keys (runway keys --help)
+      settings: config/runway.properties, overridden by RUNWAY_* environment variables""";
+
+  private Main() {}
+
+  public static void main(String[] args) {
+    List<String> argv = Arrays.asList(args);
+    String command = argv.isEmpty() ? "serve" : argv.get(0);
+    try {
+      switch (command) {
+        case "serve" -> serve(Settings.load(System.getenv()));
+        case "keys" -> System.exit(keys(argv.subList(1, argv.size())));
+        case "help", "--help", "-h" -> System.out.println(USAGE);
+        default -> {
+          System.err.println("runway: unknown command '" + command + "'\n" + USAGE);
+          System.exit(2);
+        }
+      }
+    } catch (SettingsException e) {
+      System.err.println("runway: " + e.getMessage());
+      System.exit(2);
+    }
+  }
+
+  private static void serve(Settings settings) {
+    Logger log = LoggerFactory.getLogger(Main.class);
+    Runway runway;
+    try {
+      runway = Runway.start(settings);
+    } catch (SettingsException e) {
+      throw e;
+    } catch (RuntimeException e) {
+      log.error("start-up failed", e);
+      System.err.println("runway: start-up failed: " + e.getMessage());
+      System.exit(1);
+      return;
+    }
+    Runtime.getRuntime().addShutdownHook(new Thread(runway::close, "runway-shutdown"));
+    ServerSettings s = ServerSettings.from(settings);
+    String base = "http://" + (s.httpHost().equals("0.0.0.0") ? "127.0.0.1" : s.httpHost()) + ":" + runway.port();
+    log.info("Runway listening on {} (database {})", base, s.dbUrl().split("[?;]", 2)[0]);
+    runway.firstAdminKey().ifPresent(key -> System.out.println("""
+
+        ==============================================================================
+        First start: created workspace `default` and this admin API key.
+        It is shown only this once; keep it somewhere safe.
+
+            %s
+
+        Start a run of the sample workflow `hello`:
+
+            curl -s -X POST %s/v1/workflows/hello/runs \\
+              -H 'Authorization: Bearer %s' \\
+              -H 'Content-Type: application/json' \\
+              -d '{"project": "demo"}'
+
+        More keys: ./run.sh keys create --workspace default --scopes runs:write,runs:read --name ci
+        ==============================================================================
+        """.formatted(key, base, key)));
+  }
+
+  private static int keys(List<String> args) {
+    if (args.isEmpty() || args.contains("--help") || args.contains("-h")) {
+      System.out.println(KeysCommand.USAGE);
+      return args.isEmpty() ? 2 : 0;
+    }
+    ServerSettings settings = ServerSettings.from(Settings.load(System.getenv()));
+    try (Database database = Database.open(settings)) {
+      return new KeysCommand(Services.over(database, settings).keys(), System.out).run(args);
+    } catch (IllegalArgumentException e) {
+      System.err.println("runway: " + e.getMessage() + "\n" + KeysCommand.USAGE);
+      return 2;
+    }
+  }
+}

@@ -1,0 +1,113 @@
+package dev.runway;
+
+import dev.runway.auth.ApiKeyService;
+import dev.runway.auth.Scope;
+import dev.runway.config.ServerSettings;
+import dev.runway.config.Settings;
+import dev.runway.db.Database;
+import dev.runway.workflow.WorkflowFiles;
+import io.javalin.Javalin;
+import java.util.List;
+import java.util.Optional;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import javax.sql.DataSource;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * A running Runway server: the public API for embedding it in another program.
+ *
+ * <pre>{@code
+ * try (Runway runway = Runway.start(Settings.defaults().with("http.port", "0").with("db.url", url))) {
+ *   int port = runway.port();
+ * }
+ * }</pre>
+ */
+public final class Runway implements AutoCloseable {
+  public static final String DEFAULT_WORKSPACE = "default";
+  private static final Logger LOG = LoggerFactory.getLogger(Runway.class);
+
+  private final Services services;
+  private final Javalin app;
+  private final ScheduledExecutorService housekeeping;
+  private final String firstAdminKey;
+
+  private Runway(Services services, Javalin app, ScheduledExecutorService housekeeping, String firstAdminKey) {
+    this.services = services;
+    this.app = app;
+    this.housekeeping = housekeeping;
+    this.firstAdminKey = firstAdminKey;
+  }
+
+  /** Starts Runway with its own connection pool, as configured by {@code db.*}. */
+  public static Runway start(Settings settings) {
+    ServerSettings s = ServerSettings.from(settings);
+    return start(s, Database.open(s));
+  }
+
+  /** Starts Runway on a DataSource the caller owns (and closes, after {@link #close()}). */
+  public static Runway start(Settings settings, DataSource dataSource) {
+    return start(ServerSettings.from(settings), Database.using(dataSource));
+  }
+
+  private static Runway start(ServerSettings settings, Database database) {
+    try {
+      Services services = Services.over(database, settings);
+      String adminKey = null;
+      if (settings.bootstrapAdminKey() && services.keys().databaseIsEmpty()) {
+        adminKey = services.keys().create(DEFAULT_WORKSPACE, "admin", Scope.all(), null, null).key();
+      }
+      List<String> loaded = new WorkflowFiles(services.workflows()).load(settings.workflowsDir(), DEFAULT_WORKSPACE);
+      if (!loaded.isEmpty()) {
+        LOG.info("loaded workflows {} from {} into workspace {}", loaded, settings.workflowsDir(), DEFAULT_WORKSPACE);
+      }
+      Javalin app = RunwayApp.create(services, settings).start();
+      ScheduledExecutorService housekeeping = Executors.newSingleThreadScheduledExecutor(r -> {
+        Thread t = new Thread(r, "runway-housekeeping");
+        t.setDaemon(true);
+        return t;
+      });
+      housekeeping.scheduleWithFixedDelay(() -> sweep(services), 1, 10, TimeUnit.MINUTES);
+      return new Runway(services, app, housekeeping, adminKey);
+    } catch (RuntimeException e) {
+      database.close();
+      throw e;
+    }
+  }
+
+  private static void sweep(Services services) {
+    try {
+      int removed = services.runs().sweepIdempotencyKeys();
+      if (removed > 0) {
+        LOG.info("removed {} expired idempotency keys", removed);
+      }
+    } catch (RuntimeException e) {
+      LOG.warn("idempotency key sweep failed: {}", e.getMessage());
+    }
+  }
+
+  /** The port the server listens on (useful with http.port=0). */
+  public int port() {
+    return app.port();
+  }
+
+  /** API key management, e.g. to create keys for the embedding program. */
+  public ApiKeyService keys() {
+    return services.keys();
+  }
+
+  /** The admin key made on the first start of an empty database, if this start made one. */
+  public Optional<String> firstAdminKey() {
+    return Optional.ofNullable(firstAdminKey);
+  }
+
+  /** Stops taking requests, lets those in flight finish, and closes the pool Runway opened. */
+  @Override
+  public void close() {
+    housekeeping.shutdownNow();
+    app.stop();
+    services.database().close();
+  }
+}

@@ -1,0 +1,69 @@
+package dev.runway;
+
+import dev.runway.auth.Scope;
+import dev.runway.config.ServerSettings;
+import dev.runway.http.AuthHandler;
+import dev.runway.http.ErrorMapper;
+import dev.runway.http.JettyErrors;
+import dev.runway.http.RequestBodies;
+import dev.runway.http.RequestIds;
+import dev.runway.http.RequestLog;
+import dev.runway.http.Responses;
+import dev.runway.run.RunRoutes;
+import dev.runway.workflow.WorkflowRoutes;
+import io.javalin.Javalin;
+import io.javalin.config.RoutesConfig;
+import java.util.Map;
+import org.eclipse.jetty.util.thread.QueuedThreadPool;
+
+/** Builds Runway's HTTP application, unstarted, so tests can hand the same app to JavalinTest. */
+public final class RunwayApp {
+  private RunwayApp() {}
+
+  public static Javalin create(Services services, ServerSettings settings) {
+    RequestBodies bodies = new RequestBodies(settings.maxBodyBytes());
+    RunRoutes runs = new RunRoutes(services.runs(), bodies);
+    WorkflowRoutes workflows = new WorkflowRoutes(services.workflows(), bodies);
+    AuthHandler auth = new AuthHandler(services.keys());
+
+    return Javalin.create(config -> {
+      config.startup.showJavalinBanner = false;
+      config.startup.showOldJavalinVersionWarning = false;
+      config.http.prefer405over404 = true;
+      config.http.maxRequestSize = settings.maxBodyBytes();
+      config.jetty.host = settings.httpHost();
+      config.jetty.port = settings.httpPort();
+      QueuedThreadPool threads = new QueuedThreadPool(settings.maxThreads(), Math.min(8, settings.maxThreads()));
+      threads.setName("runway-http");
+      config.jetty.threadPool = threads;
+      config.jetty.modifyServer(server -> server.setErrorHandler(new JettyErrors()));
+      config.jetty.modifyServletContextHandler(context -> context.setErrorHandler(new JettyErrors()));
+      if (settings.requestLog()) {
+        config.requestLogger.http(RequestLog::log);
+      }
+      RoutesConfig routes = config.routes;
+      routes.before(RequestIds::assign);
+      routes.beforeMatched(auth::handle);
+      ErrorMapper.register(routes);
+
+      routes.get("/healthz", ctx -> Responses.json(ctx, 200, Map.of("status", "ok")));
+      routes.get("/readyz", ctx -> {
+        if (services.database().isReachable()) {
+          Responses.json(ctx, 200, Map.of("status", "ready"));
+        } else {
+          ctx.header("Retry-After", "5");
+          Responses.json(ctx, 503, Map.of("status", "unavailable", "detail", "the database does not answer"));
+        }
+      });
+
+      routes.post("/v1/workflows/{id}/runs", runs::start, Scope.RUNS_WRITE);
+      routes.get("/v1/runs/{runId}", runs::get, Scope.RUNS_READ);
+      routes.get("/v1/runs", runs::list, Scope.RUNS_READ);
+
+      routes.put("/v1/workflows/{id}", workflows::put, Scope.WORKFLOWS_WRITE);
+      routes.get("/v1/workflows/{id}", workflows::get, Scope.RUNS_READ);
+      routes.delete("/v1/workflows/{id}", workflows::archive, Scope.WORKFLOWS_WRITE);
+      routes.get("/v1/workflows", workflows::list, Scope.RUNS_READ);
+    });
+  }
+}

@@ -1,0 +1,114 @@
+package dev.runway.auth;
+
+import dev.runway.core.Ids;
+import dev.runway.core.Slugs;
+import dev.runway.core.Time;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.Arrays;
+import java.util.Collection;
+import java.util.EnumSet;
+import java.util.List;
+import java.util.Optional;
+import java.util.Set;
+import java.util.stream.Collectors;
+import org.jdbi.v3.core.Jdbi;
+
+/** Creates, lists, revokes and checks API keys. */
+public final class ApiKeyService {
+  private final Jdbi jdbi;
+
+  public ApiKeyService(Jdbi jdbi) {
+    this.jdbi = jdbi;
+  }
+
+  /** A new key: the only time the plain key exists. */
+  public record CreatedKey(String key, ApiKey record) {}
+
+  /** Why a presented key was refused. */
+  public enum Refusal { MALFORMED, UNKNOWN, REVOKED, EXPIRED }
+
+  /** Either the caller, or why not. */
+  public record Verdict(Principal principal, Refusal refusal) {}
+
+  public CreatedKey create(String workspaceId, String name, Collection<Scope> scopes, List<String> projects,
+      Duration validFor) {
+    if (!Slugs.isSlug(workspaceId)) {
+      throw new IllegalArgumentException("workspace must be a slug: " + Slugs.RULE);
+    }
+    if (scopes.isEmpty()) {
+      throw new IllegalArgumentException("a key needs at least one scope");
+    }
+    if (projects != null) {
+      for (String p : projects) {
+        if (!Slugs.isSlug(p)) {
+          throw new IllegalArgumentException("project '" + p + "' must be a slug: " + Slugs.RULE);
+        }
+      }
+    }
+    Instant now = Time.now();
+    String key = KeyHasher.newKey();
+    ApiKey record = new ApiKey(
+        Ids.newId("key", now.toEpochMilli()),
+        workspaceId,
+        name,
+        KeyHasher.hash(key),
+        EnumSet.copyOf(scopes).stream().map(Scope::wireName).collect(Collectors.joining(",")),
+        projects == null ? null : String.join(",", projects),
+        now,
+        validFor == null ? null : now.plus(validFor),
+        null);
+    jdbi.useTransaction(h -> {
+      h.attach(WorkspaceDao.class).ensure(workspaceId, now);
+      h.attach(ApiKeyDao.class).insert(record);
+    });
+    return new CreatedKey(key, record);
+  }
+
+  public List<ApiKey> list(String workspaceId) {
+    return jdbi.withExtension(ApiKeyDao.class, dao -> dao.list(workspaceId));
+  }
+
+  public Optional<ApiKey> find(String keyId) {
+    return jdbi.withExtension(ApiKeyDao.class, dao -> dao.find(keyId));
+  }
+
+  /** True if the key was active and is now revoked. */
+  public boolean revoke(String keyId) {
+    return jdbi.withExtension(ApiKeyDao.class, dao -> dao.revoke(keyId, Time.now())) == 1;
+  }
+
+  public Verdict authenticate(String presented) {
+    if (!KeyHasher.wellFormed(presented)) {
+      return new Verdict(null, Refusal.MALFORMED);
+    }
+    String hash = KeyHasher.hash(presented);
+    Optional<ApiKey> found = jdbi.withExtension(ApiKeyDao.class, dao -> dao.findByHash(hash));
+    if (found.isEmpty() || !KeyHasher.sameHash(found.get().keyHash(), hash)) {
+      return new Verdict(null, Refusal.UNKNOWN);
+    }
+    ApiKey key = found.get();
+    Instant now = Instant.now();
+    if (key.revokedAt() != null) {
+      return new Verdict(null, Refusal.REVOKED);
+    }
+    if (key.expiresAt() != null && !now.isBefore(key.expiresAt())) {
+      return new Verdict(null, Refusal.EXPIRED);
+    }
+    return new Verdict(toPrincipal(key), null);
+  }
+
+  static Principal toPrincipal(ApiKey key) {
+    Set<Scope> scopes = EnumSet.noneOf(Scope.class);
+    for (String s : key.scopes().split(",")) {
+      Scope.parse(s).ifPresent(scopes::add);
+    }
+    List<String> projects = key.projects() == null ? null : Arrays.asList(key.projects().split(","));
+    return new Principal(key.id(), key.workspaceId(), Set.copyOf(scopes), projects);
+  }
+
+  /** True when no workspace exists yet: the first start of an empty database. */
+  public boolean databaseIsEmpty() {
+    return jdbi.withExtension(WorkspaceDao.class, WorkspaceDao::countAll) == 0;
+  }
+}

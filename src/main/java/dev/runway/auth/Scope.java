@@ -1,0 +1,34 @@
+package dev.runway.auth;
+
+import io.javalin.security.RouteRole;
+import java.util.Arrays;
+import java.util.EnumSet;
+import java.util.Optional;
+import java.util.Set;
+
+/** What an API key may do; each route names the one it needs. */
+public enum Scope implements RouteRole {
+  RUNS_WRITE("runs:write"),
+  RUNS_READ("runs:read"),
+  APPROVALS_WRITE("approvals:write"),
+  WORKFLOWS_WRITE("workflows:write"),
+  ADMIN("admin");
+
+  private final String wireName;
+
+  Scope(String wireName) {
+    this.wireName = wireName;
+  }
+
+  public String wireName() {
+    return wireName;
+  }
+
+  public static Optional<Scope> parse(String text) {
+    return Arrays.stream(values()).filter(s -> s.wireName.equals(text)).findFirst();
+  }
+
+  public static Set<Scope> all() {
+    return EnumSet.allOf(Scope.class);
+  }
+}

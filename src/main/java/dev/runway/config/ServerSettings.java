@@ -1,0 +1,51 @@
+package dev.runway.config;
+
+import java.nio.file.Path;
+import java.time.Duration;
+
+/** The settings Runway runs with, checked and typed once at start. */
+public record ServerSettings(
+    String httpHost,
+    int httpPort,
+    int maxBodyBytes,
+    int maxThreads,
+    boolean requestLog,
+    String dbUrl,
+    String dbUser,
+    String dbPassword,
+    int dbPoolSize,
+    int dbConnectionTimeoutMs,
+    Path workflowsDir,
+    boolean bootstrapAdminKey,
+    Duration idempotencyTtl) {
+
+  public static ServerSettings from(Settings s) {
+    String url = s.string("db.url");
+    if (!url.startsWith("jdbc:h2:") && !url.startsWith("jdbc:postgresql:")) {
+      throw s.invalid("db.url", "must start with jdbc:h2: or jdbc:postgresql:");
+    }
+    String host = s.string("http.host");
+    if (host.isEmpty()) {
+      throw s.invalid("http.host", "must not be empty");
+    }
+    String dir = s.string("workflows.dir");
+    return new ServerSettings(
+        host,
+        s.integer("http.port", 0, 65535),
+        s.integer("http.max_body_bytes", 1024, 64 * 1024 * 1024),
+        s.integer("http.max_threads", 8, 10_000),
+        s.bool("http.request_log"),
+        url,
+        s.string("db.user"),
+        s.string("db.password"),
+        s.integer("db.pool_size", 1, 1000),
+        s.integer("db.connection_timeout_ms", 250, 600_000),
+        dir.isEmpty() ? null : Path.of(dir),
+        s.bool("bootstrap.admin_key"),
+        Duration.ofHours(s.integer("idempotency.ttl_hours", 1, 24 * 365)));
+  }
+
+  public boolean isH2() {
+    return dbUrl.startsWith("jdbc:h2:");
+  }
+}

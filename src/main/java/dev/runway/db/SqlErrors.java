@@ -1,0 +1,42 @@
+package dev.runway.db;
+
+import java.sql.SQLException;
+import java.sql.SQLTransientConnectionException;
+
+/** Reads what kind of failure a database exception is, the same way on H2 and PostgreSQL. */
+public final class SqlErrors {
+  private SqlErrors() {}
+
+  public static boolean isUniqueViolation(Throwable e) {
+    return "23505".equals(sqlState(e));
+  }
+
+  /** A wait for another transaction's lock gave up (H2 HYT00, PostgreSQL 55P03) or hit a deadlock (40P01). */
+  public static boolean isLockTimeout(Throwable e) {
+    String state = sqlState(e);
+    return "HYT00".equals(state) || "55P03".equals(state) || "40P01".equals(state) || "40001".equals(state);
+  }
+
+  /** No connection could be had: pool time-out, refused connection, database shut down. */
+  public static boolean isUnavailable(Throwable e) {
+    for (Throwable t = e; t != null; t = t.getCause()) {
+      if (t instanceof SQLTransientConnectionException || t instanceof DatabaseUnavailableException) {
+        return true;
+      }
+      if (t instanceof SQLException sql && sql.getSQLState() != null
+          && (sql.getSQLState().startsWith("08") || sql.getSQLState().equals("57P01"))) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  private static String sqlState(Throwable e) {
+    for (Throwable t = e; t != null; t = t.getCause()) {
+      if (t instanceof SQLException sql && sql.getSQLState() != null) {
+        return sql.getSQLState();
+      }
+    }
+    return null;
+  }
+}

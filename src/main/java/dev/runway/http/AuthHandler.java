@@ -1,0 +1,75 @@
+package dev.runway.http;
+
+import dev.runway.auth.ApiKeyService;
+import dev.runway.auth.Principal;
+import dev.runway.auth.Scope;
+import io.javalin.http.Context;
+import io.javalin.security.RouteRole;
+import java.util.Map;
+
+/** The before-handler of every matched /v1 route: finds the caller from the bearer key and checks the route's scope. */
+public final class AuthHandler {
+  private static final String ATTRIBUTE = "runway.principal";
+  private final ApiKeyService keys;
+
+  public AuthHandler(ApiKeyService keys) {
+    this.keys = keys;
+  }
+
+  public void handle(Context ctx) {
+    if (ctx.routeRoles().isEmpty()) {
+      return; // an open route: /healthz, /readyz
+    }
+    Principal principal = authenticate(ctx.header("Authorization"));
+    ctx.attribute(ATTRIBUTE, principal);
+    for (RouteRole role : ctx.routeRoles()) {
+      Scope needed = (Scope) role;
+      if (!principal.scopes().contains(needed)) {
+        throw new ApiException(403, "insufficient_scope",
+            "this API key lacks the scope " + needed.wireName() + " that this request needs");
+      }
+    }
+  }
+
+  private Principal authenticate(String header) {
+    if (header == null || header.isBlank()) {
+      throw new ApiException(401, "missing_api_key",
+          "send your API key in the header Authorization: Bearer <key>", null,
+          Map.of("WWW-Authenticate", "Bearer"));
+    }
+    String[] parts = header.trim().split(" +", 2);
+    if (parts.length != 2 || !parts[0].equalsIgnoreCase("Bearer")) {
+      throw invalid("the Authorization header must be 'Bearer <key>'");
+    }
+    ApiKeyService.Verdict verdict = keys.authenticate(parts[1].trim());
+    if (verdict.principal() != null) {
+      return verdict.principal();
+    }
+    throw invalid(switch (verdict.refusal()) {
+      case MALFORMED -> "the API key is malformed";
+      case UNKNOWN -> "the API key is not valid";
+      case REVOKED -> "the API key has been revoked";
+      case EXPIRED -> "the API key has expired";
+    });
+  }
+
+  private static ApiException invalid(String detail) {
+    return new ApiException(401, "invalid_api_key", detail, null,
+        Map.of("WWW-Authenticate", "Bearer error=\"invalid_token\""));
+  }
+
+  /** The caller of a route that required a key. */
+  public static Principal principal(Context ctx) {
+    Principal principal = ctx.attribute(ATTRIBUTE);
+    if (principal == null) {
+      throw new IllegalStateException("no principal: route declared without a scope");
+    }
+    return principal;
+  }
+
+  /** The key id for log lines, or "-" when the request had none. */
+  static String keyIdForLog(Context ctx) {
+    Principal principal = ctx.attribute(ATTRIBUTE);
+    return principal == null ? "-" : principal.keyId();
+  }
+}

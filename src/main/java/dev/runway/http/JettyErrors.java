@@ -1,0 +1,27 @@
+package dev.runway.http;
+
+import dev.runway.core.Json;
+import java.nio.ByteBuffer;
+import org.eclipse.jetty.http.HttpField;
+import org.eclipse.jetty.http.HttpFields;
+import org.eclipse.jetty.http.HttpHeader;
+import org.eclipse.jetty.server.Request;
+import org.eclipse.jetty.server.Response;
+import org.eclipse.jetty.server.handler.ErrorHandler;
+import org.eclipse.jetty.util.Callback;
+
+/** Makes the errors Jetty answers before Javalin sees a request problem+json too, never an HTML page. */
+public final class JettyErrors extends ErrorHandler {
+  @Override
+  protected void generateResponse(Request request, Response response, int code, String message, Throwable cause,
+      Callback callback) {
+    response.getHeaders().put(HttpHeader.CONTENT_TYPE, Responses.PROBLEM_JSON);
+    response.write(true, ByteBuffer.wrap(Json.bytes(ErrorMapper.bareProblem(code, message))), callback);
+  }
+
+  @Override
+  public ByteBuffer badMessageError(int status, String reason, HttpFields.Mutable fields) {
+    fields.put(new HttpField(HttpHeader.CONTENT_TYPE, Responses.PROBLEM_JSON));
+    return ByteBuffer.wrap(Json.bytes(ErrorMapper.bareProblem(status, reason)));
+  }
+}

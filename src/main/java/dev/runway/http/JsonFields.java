@@ -1,0 +1,102 @@
+package dev.runway.http;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.runway.core.Slugs;
+import java.util.Iterator;
+import java.util.Set;
+
+/** Typed access to the fields of a request object, each failure a 400 naming the field. */
+public final class JsonFields {
+  private final ObjectNode body;
+  private final String prefix;
+
+  private JsonFields(ObjectNode body, String prefix) {
+    this.body = body;
+    this.prefix = prefix;
+  }
+
+  /** Refuses any field outside {@code allowed} with 400 unknown_parameter. */
+  public static JsonFields of(ObjectNode body, Set<String> allowed) {
+    return of(body, allowed, "");
+  }
+
+  public static JsonFields of(ObjectNode body, Set<String> allowed, String prefix) {
+    Iterator<String> names = body.fieldNames();
+    while (names.hasNext()) {
+      String name = names.next();
+      if (!allowed.contains(name)) {
+        throw new ApiException(400, "unknown_parameter",
+            "unknown field '" + prefix + name + "'; allowed: " + String.join(", ", allowed.stream().sorted().toList()),
+            prefix + name);
+      }
+    }
+    return new JsonFields(body, prefix);
+  }
+
+  private JsonNode present(String name) {
+    JsonNode node = body.get(name);
+    return node == null || node.isNull() ? null : node;
+  }
+
+  public String requiredSlug(String name) {
+    JsonNode node = present(name);
+    if (node == null) {
+      throw ApiException.validation(prefix + name, prefix + name + " is required");
+    }
+    if (!node.isTextual()) {
+      throw ApiException.validation(prefix + name, prefix + name + " must be a string, not " + RequestBodies.kind(node));
+    }
+    if (!Slugs.isSlug(node.textValue())) {
+      throw ApiException.validation(prefix + name, prefix + name + " must be a slug: " + Slugs.RULE);
+    }
+    return node.textValue();
+  }
+
+  public String optionalString(String name, String fallback, int maxLength) {
+    JsonNode node = present(name);
+    if (node == null) {
+      return fallback;
+    }
+    if (!node.isTextual()) {
+      throw ApiException.validation(prefix + name, prefix + name + " must be a string, not " + RequestBodies.kind(node));
+    }
+    if (node.textValue().length() > maxLength) {
+      throw ApiException.validation(prefix + name, prefix + name + " must be at most " + maxLength + " characters");
+    }
+    return node.textValue();
+  }
+
+  public boolean optionalBoolean(String name, boolean fallback) {
+    JsonNode node = present(name);
+    if (node == null) {
+      return fallback;
+    }
+    if (!node.isBoolean()) {
+      throw ApiException.validation(prefix + name, prefix + name + " must be true or false, not " + RequestBodies.kind(node));
+    }
+    return node.booleanValue();
+  }
+
+  public ObjectNode optionalObject(String name) {
+    JsonNode node = present(name);
+    if (node == null) {
+      return body.objectNode();
+    }
+    if (!node.isObject()) {
+      throw ApiException.validation(prefix + name, prefix + name + " must be a JSON object, not " + RequestBodies.kind(node));
+    }
+    return (ObjectNode) node;
+  }
+
+  public JsonNode optionalArray(String name) {
+    JsonNode node = present(name);
+    if (node == null) {
+      return body.arrayNode();
+    }
+    if (!node.isArray()) {
+      throw ApiException.validation(prefix + name, prefix + name + " must be an array, not " + RequestBodies.kind(node));
+    }
+    return node;
+  }
+}

@@ -1,0 +1,18 @@
+package dev.runway.http;
+
+import dev.runway.core.Slugs;
+import io.javalin.http.Context;
+
+/** Checked access to path parameters. */
+public final class PathParams {
+  private PathParams() {}
+
+  /** A slug path parameter (a workflow id), or 400 naming it. */
+  public static String slug(Context ctx, String name) {
+    String value = ctx.pathParam(name);
+    if (!Slugs.isSlug(value)) {
+      throw ApiException.validation(name, "the workflow id in the path must be a slug: " + Slugs.RULE);
+    }
+    return value;
+  }
+}

@@ -1,0 +1,113 @@
+package dev.runway.http;
+
+import com.fasterxml.jackson.core.JsonLocation;
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.runway.core.Json;
+import io.javalin.http.Context;
+import java.io.IOException;
+import java.io.InputStream;
+import java.util.Locale;
+
+/** Reads a request body as one JSON object, within the size limit, or refuses it with the right problem. */
+public final class RequestBodies {
+  private final int maxBytes;
+
+  public RequestBodies(int maxBytes) {
+    this.maxBytes = maxBytes;
+  }
+
+  /** The body as a JSON object; an empty body is refused (the endpoint needs one). */
+  public ObjectNode requiredObject(Context ctx) {
+    byte[] bytes = read(ctx, true);
+    return parseObject(bytes);
+  }
+
+  /** The body as a JSON object, or an empty object when there is no body. */
+  public ObjectNode optionalObject(Context ctx) {
+    byte[] bytes = read(ctx, false);
+    if (bytes.length == 0) {
+      return Json.MAPPER.createObjectNode();
+    }
+    return parseObject(bytes);
+  }
+
+  private byte[] read(Context ctx, boolean required) {
+    String contentType = ctx.header("Content-Type");
+    long declared = ctx.req().getContentLengthLong();
+    boolean chunked = ctx.header("Transfer-Encoding") != null;
+    boolean hasBody = declared > 0 || chunked;
+    if (contentType == null) {
+      if (required || hasBody) {
+        throw new ApiException(415, "unsupported_media_type", "Content-Type must be application/json");
+      }
+      return new byte[0];
+    }
+    if (!isJson(contentType)) {
+      throw new ApiException(415, "unsupported_media_type",
+          "Content-Type must be application/json, not " + contentType);
+    }
+    if (declared > maxBytes) {
+      throw tooLarge();
+    }
+    try (InputStream in = ctx.req().getInputStream()) {
+      byte[] bytes = in.readNBytes(maxBytes + 1);
+      if (bytes.length > maxBytes) {
+        throw tooLarge();
+      }
+      return bytes;
+    } catch (IOException e) {
+      throw new ApiException(400, "invalid_json", "the request body could not be read");
+    }
+  }
+
+  private ApiException tooLarge() {
+    return new ApiException(413, "body_too_large", "the request body is larger than " + maxBytes + " bytes");
+  }
+
+  static boolean isJson(String contentType) {
+    String type = contentType.split(";", 2)[0].trim().toLowerCase(Locale.ROOT);
+    if (!type.equals("application/json")) {
+      return false;
+    }
+    int at = contentType.toLowerCase(Locale.ROOT).indexOf("charset=");
+    if (at < 0) {
+      return true;
+    }
+    String charset = contentType.substring(at + 8).split(";", 2)[0].trim().replace("\"", "");
+    return charset.equalsIgnoreCase("utf-8");
+  }
+
+  private static ObjectNode parseObject(byte[] bytes) {
+    JsonNode node;
+    try {
+      node = Json.MAPPER.readTree(bytes);
+    } catch (JsonProcessingException e) {
+      JsonLocation at = e.getLocation();
+      String where = at == null ? "" : " at line " + at.getLineNr() + ", column " + at.getColumnNr();
+      throw new ApiException(400, "invalid_json", "the request body is not valid JSON" + where);
+    } catch (IOException e) {
+      throw new ApiException(400, "invalid_json", "the request body is not valid JSON");
+    }
+    if (node == null || node.isMissingNode()) {
+      throw new ApiException(400, "invalid_json", "the request body is empty; send a JSON object");
+    }
+    if (!node.isObject()) {
+      throw new ApiException(400, "invalid_json", "the request body must be a JSON object, not " + kind(node));
+    }
+    return (ObjectNode) node;
+  }
+
+  static String kind(JsonNode node) {
+    return switch (node.getNodeType()) {
+      case ARRAY -> "an array";
+      case OBJECT -> "an object";
+      case STRING -> "a string";
+      case NUMBER -> "a number";
+      case BOOLEAN -> "a boolean";
+      case NULL -> "null";
+      default -> "something else";
+    };
+  }
+}

@@ -1,0 +1,26 @@
+package dev.runway.http;
+
+import dev.runway.core.Json;
+import io.javalin.http.Context;
+
+/** Writes JSON and problem+json bodies with the charset the API promises. */
+public final class Responses {
+  public static final String JSON = "application/json; charset=utf-8";
+  public static final String PROBLEM_JSON = "application/problem+json; charset=utf-8";
+
+  private Responses() {}
+
+  public static void json(Context ctx, int status, Object body) {
+    ctx.status(status).contentType(JSON).result(Json.bytes(body));
+  }
+
+  /** A body already serialized (a stored idempotent response). */
+  public static void rawJson(Context ctx, int status, String body) {
+    ctx.status(status).contentType(JSON).result(body);
+  }
+
+  public static void problem(Context ctx, int status, String code, String detail, String param) {
+    Problem problem = Problem.of(status, code, detail, param, RequestIds.of(ctx));
+    ctx.status(status).contentType(PROBLEM_JSON).result(Json.bytes(problem));
+  }
+}

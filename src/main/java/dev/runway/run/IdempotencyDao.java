@@ -1,0 +1,25 @@
+package dev.runway.run;
+
+import java.time.Instant;
+import java.util.Optional;
+import org.jdbi.v3.sqlobject.config.RegisterConstructorMapper;
+import org.jdbi.v3.sqlobject.customizer.BindMethods;
+import org.jdbi.v3.sqlobject.statement.SqlQuery;
+import org.jdbi.v3.sqlobject.statement.SqlUpdate;
+
+@RegisterConstructorMapper(IdempotencyRecord.class)
+public interface IdempotencyDao {
+  @SqlUpdate("INSERT INTO idempotency_key (workspace_id, idem_key, request_hash, response_status, response_body, "
+      + "created_at, expires_at) VALUES (:workspaceId, :idemKey, :requestHash, :responseStatus, :responseBody, "
+      + ":createdAt, :expiresAt)")
+  void insert(@BindMethods IdempotencyRecord record);
+
+  @SqlQuery("SELECT * FROM idempotency_key WHERE workspace_id = :workspaceId AND idem_key = :idemKey")
+  Optional<IdempotencyRecord> find(String workspaceId, String idemKey);
+
+  @SqlUpdate("DELETE FROM idempotency_key WHERE workspace_id = :workspaceId AND idem_key = :idemKey AND expires_at <= :now")
+  int deleteIfExpired(String workspaceId, String idemKey, Instant now);
+
+  @SqlUpdate("DELETE FROM idempotency_key WHERE expires_at <= :now")
+  int deleteExpired(Instant now);
+}

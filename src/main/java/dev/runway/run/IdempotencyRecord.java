@@ -1,0 +1,13 @@
+package dev.runway.run;
+
+import java.time.Instant;
+
+/** The stored first response to a request with an Idempotency-Key. */
+public record IdempotencyRecord(
+    String workspaceId,
+    String idemKey,
+    String requestHash,
+    int responseStatus,
+    String responseBody,
+    Instant createdAt,
+    Instant expiresAt) {}

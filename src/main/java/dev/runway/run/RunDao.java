@@ -1,0 +1,70 @@
+package dev.runway.run;
+
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import org.jdbi.v3.sqlobject.config.RegisterConstructorMapper;
+import org.jdbi.v3.sqlobject.customizer.Bind;
+import org.jdbi.v3.sqlobject.customizer.BindMap;
+import org.jdbi.v3.sqlobject.customizer.BindMethods;
+import org.jdbi.v3.sqlobject.customizer.Define;
+import org.jdbi.v3.sqlobject.statement.SqlQuery;
+import org.jdbi.v3.sqlobject.statement.SqlUpdate;
+
+@RegisterConstructorMapper(Run.class)
+public interface RunDao {
+  @SqlUpdate("INSERT INTO run (id, workspace_id, workflow_id, project, status, requires_approval, inputs, "
+      + "created_at, updated_at, finished_at, approval, error) VALUES (:id, :workspaceId, :workflowId, :project, "
+      + ":status, :requiresApproval, :inputs, :createdAt, :updatedAt, :finishedAt, :approval, :error)")
+  void insert(@BindMethods Run run);
+
+  @SqlQuery("SELECT * FROM run WHERE workspace_id = :workspaceId AND id = :id")
+  Optional<Run> find(String workspaceId, String id);
+
+  @SqlQuery("SELECT * FROM run WHERE workspace_id = :workspaceId <filters> ORDER BY id DESC LIMIT :limit")
+  List<Run> select(@Bind("workspaceId") String workspaceId, @Define("filters") String filters,
+      @BindMap Map<String, Object> params, @Bind("limit") int limit);
+
+  /** Newest first. Only fixed SQL text is defined into the query; every value is a bind parameter. */
+  default List<Run> list(String workspaceId, RunFilter f, int limit) {
+    StringBuilder sql = new StringBuilder();
+    Map<String, Object> params = new HashMap<>();
+    if (f.workflow() != null) {
+      sql.append(" AND workflow_id = :workflow");
+      params.put("workflow", f.workflow());
+    }
+    if (f.project() != null) {
+      sql.append(" AND project = :project");
+      params.put("project", f.project());
+    }
+    appendIn(sql, params, "status", f.statuses());
+    appendIn(sql, params, "project", f.projects());
+    if (f.createdAfter() != null) {
+      sql.append(" AND created_at > :createdAfter");
+      params.put("createdAfter", f.createdAfter());
+    }
+    if (f.createdBefore() != null) {
+      sql.append(" AND created_at < :createdBefore");
+      params.put("createdBefore", f.createdBefore());
+    }
+    if (f.startingAfter() != null) {
+      sql.append(" AND id < :startingAfter");
+      params.put("startingAfter", f.startingAfter());
+    }
+    return select(workspaceId, sql.toString(), params, limit);
+  }
+
+  private static void appendIn(StringBuilder sql, Map<String, Object> params, String column, List<String> values) {
+    if (values == null) {
+      return;
+    }
+    sql.append(" AND ").append(column).append(" IN (");
+    for (int i = 0; i < values.size(); i++) {
+      String name = column + "_" + i;
+      sql.append(i == 0 ? ":" : ", :").append(name);
+      params.put(name, values.get(i));
+    }
+    sql.append(values.isEmpty() ? "NULL)" : ")");
+  }
+}

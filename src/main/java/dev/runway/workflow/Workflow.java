@@ -1,0 +1,20 @@
+package dev.runway.workflow;
+
+import java.time.Instant;
+
+/** A workflow definition as stored; {@code steps} is the JSON array text. */
+public record Workflow(
+    String workspaceId,
+    String id,
+    String name,
+    String description,
+    boolean requiresApproval,
+    String steps,
+    Instant createdAt,
+    Instant updatedAt,
+    Instant archivedAt) {
+
+  public boolean archived() {
+    return archivedAt != null;
+  }
+}

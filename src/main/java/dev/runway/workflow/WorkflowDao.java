@@ -1,0 +1,38 @@
+package dev.runway.workflow;
+
+import java.time.Instant;
+import java.util.List;
+import java.util.Optional;
+import org.jdbi.v3.sqlobject.config.RegisterConstructorMapper;
+import org.jdbi.v3.sqlobject.customizer.BindMethods;
+import org.jdbi.v3.sqlobject.customizer.Define;
+import org.jdbi.v3.sqlobject.statement.SqlQuery;
+import org.jdbi.v3.sqlobject.statement.SqlUpdate;
+
+@RegisterConstructorMapper(Workflow.class)
+public interface WorkflowDao {
+  @SqlQuery("SELECT * FROM workflow WHERE workspace_id = :workspaceId AND id = :id")
+  Optional<Workflow> find(String workspaceId, String id);
+
+  @SqlQuery("SELECT * FROM workflow WHERE workspace_id = :workspaceId AND id = :id FOR UPDATE")
+  Optional<Workflow> findForUpdate(String workspaceId, String id);
+
+  @SqlUpdate("INSERT INTO workflow (workspace_id, id, name, description, requires_approval, steps, created_at, updated_at, archived_at) "
+      + "VALUES (:workspaceId, :id, :name, :description, :requiresApproval, :steps, :createdAt, :updatedAt, :archivedAt)")
+  void insert(@BindMethods Workflow workflow);
+
+  @SqlUpdate("UPDATE workflow SET name = :name, description = :description, requires_approval = :requiresApproval, "
+      + "steps = :steps, updated_at = :updatedAt, archived_at = :archivedAt WHERE workspace_id = :workspaceId AND id = :id")
+  void update(@BindMethods Workflow workflow);
+
+  /** A page of workflows by id; {@code after} is "" for the first page. */
+  @SqlQuery("SELECT * FROM workflow WHERE workspace_id = :workspaceId AND id > :after <archived> ORDER BY id LIMIT :limit")
+  List<Workflow> page(String workspaceId, String after, @Define("archived") String archivedFilter, int limit);
+
+  default List<Workflow> page(String workspaceId, String after, boolean includeArchived, int limit) {
+    return page(workspaceId, after, includeArchived ? "" : "AND archived_at IS NULL", limit);
+  }
+
+  @SqlUpdate("UPDATE workflow SET archived_at = :at, updated_at = :at WHERE workspace_id = :workspaceId AND id = :id AND archived_at IS NULL")
+  int archive(String workspaceId, String id, Instant at);
+}

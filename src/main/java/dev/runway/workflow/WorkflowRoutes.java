@@ -1,0 +1,50 @@
+package dev.runway.workflow;
+
+import dev.runway.auth.Principal;
+import dev.runway.http.AuthHandler;
+import dev.runway.http.Page;
+import dev.runway.http.PathParams;
+import dev.runway.http.QueryParams;
+import dev.runway.http.RequestBodies;
+import dev.runway.http.Responses;
+import io.javalin.http.Context;
+import java.util.List;
+import java.util.Set;
+
+/** HTTP handlers for workflow definitions. */
+public final class WorkflowRoutes {
+  private static final Set<String> LIST_PARAMS = Set.of("limit", "starting_after", "include_archived");
+  private final WorkflowService workflows;
+  private final RequestBodies bodies;
+
+  public WorkflowRoutes(WorkflowService workflows, RequestBodies bodies) {
+    this.workflows = workflows;
+    this.bodies = bodies;
+  }
+
+  public void put(Context ctx) {
+    String id = PathParams.slug(ctx, "id");
+    WorkflowDefinition definition = WorkflowDefinition.parse(id, bodies.requiredObject(ctx));
+    WorkflowService.Saved saved = workflows.put(AuthHandler.principal(ctx).workspaceId(), id, definition);
+    Responses.json(ctx, saved.created() ? 201 : 200, WorkflowView.of(saved.workflow()));
+  }
+
+  public void get(Context ctx) {
+    String id = PathParams.slug(ctx, "id");
+    Responses.json(ctx, 200, WorkflowView.of(workflows.get(AuthHandler.principal(ctx).workspaceId(), id)));
+  }
+
+  public void list(Context ctx) {
+    QueryParams q = QueryParams.of(ctx, LIST_PARAMS);
+    int limit = q.integer("limit", 20, 1, 100);
+    Principal caller = AuthHandler.principal(ctx);
+    List<Workflow> rows = workflows.page(caller.workspaceId(), q.slug("starting_after"),
+        q.bool("include_archived", false), limit + 1);
+    Responses.json(ctx, 200, Page.of(rows, limit, WorkflowView::of, WorkflowView::id));
+  }
+
+  public void archive(Context ctx) {
+    String id = PathParams.slug(ctx, "id");
+    Responses.json(ctx, 200, WorkflowView.of(workflows.archive(AuthHandler.principal(ctx).workspaceId(), id)));
+  }
+}

@@ -1,0 +1,72 @@
+package dev.runway.workflow;
+
+import dev.runway.auth.WorkspaceDao;
+import dev.runway.core.Time;
+import dev.runway.http.ApiException;
+import java.time.Instant;
+import java.util.List;
+import java.util.Optional;
+import org.jdbi.v3.core.Jdbi;
+
+/** Creates, replaces, reads and archives workflow definitions within a workspace. */
+public final class WorkflowService {
+  private final Jdbi jdbi;
+
+  public WorkflowService(Jdbi jdbi) {
+    this.jdbi = jdbi;
+  }
+
+  /** The outcome of a put: the stored workflow and whether it was new. */
+  public record Saved(Workflow workflow, boolean created) {}
+
+  /** Creates or replaces the workflow; putting an archived workflow restores it. */
+  public Saved put(String workspaceId, String id, WorkflowDefinition definition) {
+    return jdbi.inTransaction(h -> {
+      Instant now = Time.now();
+      h.attach(WorkspaceDao.class).ensure(workspaceId, now);
+      WorkflowDao dao = h.attach(WorkflowDao.class);
+      Optional<Workflow> existing = dao.findForUpdate(workspaceId, id);
+      Workflow workflow = new Workflow(workspaceId, id, definition.name(), definition.description(),
+          definition.requiresApproval(), definition.stepsJson(),
+          existing.map(Workflow::createdAt).orElse(now), now, null);
+      if (existing.isEmpty()) {
+        dao.insert(workflow);
+        return new Saved(workflow, true);
+      }
+      if (sameDefinition(existing.get(), workflow)) {
+        return new Saved(existing.get(), false);
+      }
+      dao.update(workflow);
+      return new Saved(workflow, false);
+    });
+  }
+
+  private static boolean sameDefinition(Workflow a, Workflow b) {
+    return !a.archived() && a.name().equals(b.name()) && a.description().equals(b.description())
+        && a.requiresApproval() == b.requiresApproval() && a.steps().equals(b.steps());
+  }
+
+  /** The workflow, archived or not; another workspace's does not exist. */
+  public Workflow get(String workspaceId, String id) {
+    return jdbi.withExtension(WorkflowDao.class, dao -> dao.find(workspaceId, id))
+        .orElseThrow(() -> notFound(id));
+  }
+
+  public List<Workflow> page(String workspaceId, String after, boolean includeArchived, int limit) {
+    return jdbi.withExtension(WorkflowDao.class,
+        dao -> dao.page(workspaceId, after == null ? "" : after, includeArchived, limit));
+  }
+
+  /** Archives the workflow: new runs are refused, existing runs stay readable. Archiving twice is fine. */
+  public Workflow archive(String workspaceId, String id) {
+    return jdbi.inTransaction(h -> {
+      WorkflowDao dao = h.attach(WorkflowDao.class);
+      dao.archive(workspaceId, id, Time.now());
+      return dao.find(workspaceId, id).orElseThrow(() -> notFound(id));
+    });
+  }
+
+  static ApiException notFound(String id) {
+    return ApiException.notFound("workflow_not_found", "no workflow '" + id + "' in this workspace");
+  }
+}
