@@ -5,6 +5,7 @@ import io.javalin.http.Context;
 
 /** Writes JSON and problem+json bodies with the charset the API promises. */
 public final class Responses {
+  // Jetty sends known types in its canonical spelling, without the space: application/json;charset=utf-8.
   public static final String JSON = "application/json; charset=utf-8";
   public static final String PROBLEM_JSON = "application/problem+json; charset=utf-8";
 

@@ -1,0 +1,103 @@
+package dev.runway;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.zaxxer.hikari.HikariConfig;
+import com.zaxxer.hikari.HikariDataSource;
+import dev.runway.auth.Scope;
+import dev.runway.config.Settings;
+import dev.runway.core.Json;
+import dev.runway.support.BothDatabases;
+import dev.runway.support.TestDatabase;
+import java.io.IOException;
+import java.net.ConnectException;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.sql.Connection;
+import java.util.List;
+
+/** The public embedding API: Runway.start on a random port, with its own pool or the caller's DataSource. */
+class EmbeddingTest {
+  private final HttpClient client = HttpClient.newHttpClient();
+
+  @BothDatabases
+  void start_serves_on_a_random_port_and_close_stops_it(TestDatabase db) throws Exception {
+    Settings settings = db.settingsForFreshDatabase();
+    int port;
+    try (Runway runway = Runway.start(settings)) {
+      port = runway.port();
+      assertTrue(port > 0);
+      assertEquals(200, get(port, "/readyz", null).statusCode());
+      String key = runway.keys().create("embedded", "app", List.of(Scope.values()), null, null).key();
+      HttpResponse<String> put = send(port, "PUT", "/v1/workflows/sync", key, "{\"name\":\"Sync\"}");
+      assertEquals(201, put.statusCode(), put.body());
+      HttpResponse<String> run = send(port, "POST", "/v1/workflows/sync/runs", key, "{\"project\":\"crm\"}");
+      assertEquals(200, run.statusCode(), run.body());
+      String id = Json.tree(run.body()).get("id").asText();
+      assertEquals(200, get(port, "/v1/runs/" + id, key).statusCode());
+    }
+    assertThrows(ConnectException.class, () -> get(port, "/healthz", null));
+  }
+
+  @BothDatabases
+  void start_on_the_callers_datasource_leaves_it_open(TestDatabase db) throws Exception {
+    Settings settings = db.settingsForFreshDatabase();
+    HikariConfig config = new HikariConfig();
+    config.setJdbcUrl(settings.asMap().get("db.url"));
+    config.setUsername(settings.asMap().get("db.user"));
+    config.setPassword(settings.asMap().get("db.password"));
+    try (HikariDataSource own = new HikariDataSource(config)) {
+      try (Runway runway = Runway.start(settings, own)) {
+        assertEquals(200, get(runway.port(), "/healthz", null).statusCode());
+      }
+      try (Connection c = own.getConnection()) {
+        assertTrue(c.isValid(2), "the caller's DataSource is still usable after close");
+      }
+    }
+  }
+
+  @BothDatabases
+  void first_start_of_an_empty_database_makes_one_admin_key_and_loads_workflow_files(TestDatabase db)
+      throws Exception {
+    Path dir = Files.createTempDirectory("runway-workflows-");
+    Files.writeString(dir.resolve("hello.json"), "{\"name\":\"Hello\",\"steps\":[]}");
+    Settings settings = db.settingsForFreshDatabase()
+        .with("bootstrap.admin_key", "true")
+        .with("workflows.dir", dir.toString());
+    String key;
+    try (Runway runway = Runway.start(settings)) {
+      key = runway.firstAdminKey().orElseThrow();
+      assertTrue(key.startsWith("wsk_"));
+      HttpResponse<String> run = send(runway.port(), "POST", "/v1/workflows/hello/runs", key, "{\"project\":\"demo\"}");
+      assertEquals(200, run.statusCode(), run.body());
+    }
+    try (Runway again = Runway.start(settings)) {
+      assertTrue(again.firstAdminKey().isEmpty(), "the admin key is made only on the first start");
+      assertEquals(200, get(again.port(), "/v1/workflows/hello", key).statusCode(), "the key still works");
+    }
+  }
+
+  private HttpResponse<String> get(int port, String path, String key) throws IOException, InterruptedException {
+    HttpRequest.Builder request = HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + path));
+    if (key != null) {
+      request.header("Authorization", "Bearer " + key);
+    }
+    return client.send(request.build(), HttpResponse.BodyHandlers.ofString());
+  }
+
+  private HttpResponse<String> send(int port, String method, String path, String key, String body)
+      throws IOException, InterruptedException {
+    HttpRequest request = HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + path))
+        .header("Authorization", "Bearer " + key)
+        .header("Content-Type", "application/json")
+        .method(method, HttpRequest.BodyPublishers.ofString(body))
+        .build();
+    return client.send(request, HttpResponse.BodyHandlers.ofString());
+  }
+}

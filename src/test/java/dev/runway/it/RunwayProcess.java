@@ -1,0 +1,114 @@
+package dev.runway.it;
+
+import java.io.IOException;
+import java.net.ServerSocket;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+
+/** The packaged jar (target/runway.jar) run as a child process, as a user runs it. */
+final class RunwayProcess {
+  static final Path JAR = Path.of(System.getProperty("runway.jar", "target/runway.jar")).toAbsolutePath();
+
+  private final Map<String, String> env;
+  private final Path workDir;
+  final int port;
+  private Process process;
+
+  RunwayProcess(Map<String, String> env, Path workDir) throws IOException {
+    this.port = freePort();
+    this.env = new java.util.HashMap<>(env);
+    this.env.put("RUNWAY_HTTP_PORT", Integer.toString(port));
+    this.env.put("RUNWAY_HTTP_REQUEST_LOG", "false");
+    this.workDir = workDir;
+  }
+
+  /** Runs a command of the jar (e.g. keys create ...) to its end; returns its stdout. */
+  String command(String... args) throws IOException, InterruptedException {
+    List<String> cmd = new ArrayList<>(List.of(javaBin(), "-jar", JAR.toString()));
+    cmd.addAll(List.of(args));
+    ProcessBuilder pb = new ProcessBuilder(cmd).directory(workDir.toFile());
+    pb.environment().putAll(env);
+    pb.redirectError(workDir.resolve("command.err").toFile());
+    Process p = pb.start();
+    String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+    if (p.waitFor() != 0) {
+      throw new IllegalStateException("runway " + String.join(" ", args) + " failed: "
+          + Files.readString(workDir.resolve("command.err")));
+    }
+    return out;
+  }
+
+  /** Starts the server and waits until /readyz answers 200. */
+  void start() throws IOException, InterruptedException {
+    ProcessBuilder pb = new ProcessBuilder(javaBin(), "-jar", JAR.toString()).directory(workDir.toFile());
+    pb.environment().putAll(env);
+    pb.redirectOutput(ProcessBuilder.Redirect.appendTo(workDir.resolve("server.out").toFile()));
+    pb.redirectError(ProcessBuilder.Redirect.appendTo(workDir.resolve("server.err").toFile()));
+    process = pb.start();
+    HttpClient client = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(1)).build();
+    long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
+    while (System.nanoTime() < deadline) {
+      if (!process.isAlive()) {
+        throw new IllegalStateException("server exited: " + log());
+      }
+      try {
+        HttpResponse<Void> r = client.send(HttpRequest.newBuilder(URI.create(base() + "/readyz")).build(),
+            HttpResponse.BodyHandlers.discarding());
+        if (r.statusCode() == 200) {
+          return;
+        }
+      } catch (IOException notYet) {
+        // still starting
+      }
+      Thread.sleep(100);
+    }
+    throw new IllegalStateException("server not ready within 60 s: " + log());
+  }
+
+  /** kill -9: no shutdown hook, no flush. */
+  void kill9() throws InterruptedException {
+    process.destroyForcibly();
+    process.waitFor();
+  }
+
+  void stop() throws InterruptedException {
+    if (process != null && process.isAlive()) {
+      process.destroy();
+      if (!process.waitFor(20, java.util.concurrent.TimeUnit.SECONDS)) {
+        process.destroyForcibly().waitFor();
+      }
+    }
+  }
+
+  String base() {
+    return "http://127.0.0.1:" + port;
+  }
+
+  String log() {
+    try {
+      String err = Files.readString(workDir.resolve("server.err"));
+      return err.length() > 4000 ? err.substring(err.length() - 4000) : err;
+    } catch (IOException e) {
+      return "(no log)";
+    }
+  }
+
+  private static String javaBin() {
+    return Path.of(System.getProperty("java.home"), "bin", "java").toString();
+  }
+
+  private static int freePort() throws IOException {
+    try (ServerSocket s = new ServerSocket(0)) {
+      return s.getLocalPort();
+    }
+  }
+}

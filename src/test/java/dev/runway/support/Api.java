@@ -1,0 +1,110 @@
+package dev.runway.support;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.runway.RunwayApp;
+import dev.runway.Services;
+import dev.runway.auth.Scope;
+import dev.runway.core.Json;
+import dev.runway.workflow.WorkflowDefinition;
+import io.javalin.testtools.JavalinTest;
+import java.time.Duration;
+import java.util.Arrays;
+import java.util.List;
+import java.util.UUID;
+import org.jdbi.v3.core.Jdbi;
+
+/**
+ * One test's view of Runway on one database: its own fresh workspace with an all-scopes key,
+ * helpers to make more keys and workflows, and {@link #test} to talk to the app over HTTP.
+ */
+public final class Api {
+  private final TestDatabase database;
+  private final TestDatabase.Opened opened;
+  public final String workspace;
+  public final String key;
+
+  Api(TestDatabase database) {
+    this.database = database;
+    this.opened = database.open();
+    this.workspace = newWorkspaceId();
+    this.key = key(Scope.values());
+  }
+
+  public static String newWorkspaceId() {
+    return "ws-" + UUID.randomUUID().toString().substring(0, 13);
+  }
+
+  public TestDatabase database() {
+    return database;
+  }
+
+  public Services services() {
+    return opened.services();
+  }
+
+  public Jdbi jdbi() {
+    return opened.services().database().jdbi();
+  }
+
+  /** A new key of this test's workspace with these scopes. */
+  public String key(Scope... scopes) {
+    return keyIn(workspace, null, scopes);
+  }
+
+  /** A new key of this workspace limited to these projects, with every scope. */
+  public String keyForProjects(String... projects) {
+    return keyIn(workspace, Arrays.asList(projects), Scope.values());
+  }
+
+  public String keyIn(String workspaceId, List<String> projects, Scope... scopes) {
+    return services().keys().create(workspaceId, "test", List.of(scopes), projects, null).key();
+  }
+
+  public String expiringKey(Duration validFor) {
+    return services().keys().create(workspace, "test", List.of(Scope.values()), null, validFor).key();
+  }
+
+  /** Creates (or replaces) a workflow in this test's workspace. */
+  public void workflow(String id, boolean requiresApproval) {
+    workflowIn(workspace, id, requiresApproval);
+  }
+
+  public void workflowIn(String workspaceId, String id, boolean requiresApproval) {
+    ObjectNode body = Json.MAPPER.createObjectNode().put("requires_approval", requiresApproval);
+    services().workflows().put(workspaceId, id, WorkflowDefinition.parse(id, body));
+  }
+
+  /** Starts the app on a free port for the test body and stops it after (javalin-testtools). */
+  public void test(HttpTest body) {
+    JavalinTest.test(RunwayApp.create(services(), opened.serverSettings()),
+        (server, client) -> body.accept(new Http(client, key)));
+  }
+
+  /** A test body that talks HTTP. */
+  @FunctionalInterface
+  public interface HttpTest {
+    void accept(Http http) throws Exception;
+  }
+
+  /** The stored run row as a JSON-like map, straight from the database. */
+  public java.util.Optional<java.util.Map<String, Object>> storedRun(String runId) {
+    return jdbi().withHandle(h -> h.createQuery("SELECT * FROM run WHERE id = :id").bind("id", runId)
+        .mapToMap().findOne());
+  }
+
+  public int countRuns(String where, Object... args) {
+    return jdbi().withHandle(h -> {
+      var q = h.createQuery("SELECT COUNT(*) FROM run WHERE workspace_id = :ws" + (where.isEmpty() ? "" : " AND " + where))
+          .bind("ws", workspace);
+      for (int i = 0; i < args.length; i++) {
+        q.bind(i == 0 ? "a" : "a" + i, args[i]);
+      }
+      return q.mapTo(Integer.class).one();
+    });
+  }
+
+  public static JsonNode json(String text) {
+    return Json.tree(text);
+  }
+}

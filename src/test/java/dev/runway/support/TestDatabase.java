@@ -1,0 +1,89 @@
+package dev.runway.support;
+
+import dev.runway.Services;
+import dev.runway.config.ServerSettings;
+import dev.runway.config.Settings;
+import dev.runway.db.Database;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.sql.Connection;
+import java.sql.DriverManager;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.util.Locale;
+import java.util.UUID;
+
+/**
+ * The two databases every API test runs on, each opened once per test JVM: an H2 file database in
+ * a temp folder, and a fresh schema on the PostgreSQL server named by RUNWAY_TEST_PG_URL.
+ */
+public enum TestDatabase {
+  H2, POSTGRESQL;
+
+  public static final String PG_URL =
+      env("RUNWAY_TEST_PG_URL", "jdbc:postgresql://127.0.0.1:5432/test");
+  public static final String PG_USER = env("RUNWAY_TEST_PG_USER", "postgres");
+  public static final String PG_PASSWORD = env("RUNWAY_TEST_PG_PASSWORD", "");
+  /** Set in CI: an unreachable PostgreSQL fails the PostgreSQL tests instead of skipping them. */
+  public static final boolean PG_REQUIRED = Boolean.parseBoolean(env("RUNWAY_TEST_PG_REQUIRED", "false"));
+
+  private volatile Opened opened;
+
+  /** The open database with its settings and services. */
+  public record Opened(Settings settings, ServerSettings serverSettings, Services services) {}
+
+  public String label() {
+    return name().toLowerCase(Locale.ROOT);
+  }
+
+  public synchronized Opened open() {
+    if (opened == null) {
+      Settings settings = settingsForFreshDatabase();
+      ServerSettings server = ServerSettings.from(settings);
+      Database database = Database.open(server);
+      opened = new Opened(settings, server, Services.over(database, server));
+    }
+    return opened;
+  }
+
+  /** Settings naming a new, empty database of this kind (H2 file or PostgreSQL schema). */
+  public Settings settingsForFreshDatabase() {
+    Settings base = Settings.defaults()
+        .with("http.port", "0")
+        .with("http.request_log", "false")
+        .with("workflows.dir", "")
+        .with("bootstrap.admin_key", "false");
+    if (this == H2) {
+      try {
+        Path dir = Files.createTempDirectory("runway-h2-");
+        return base.with("db.url", "jdbc:h2:file:" + dir.resolve("runway")).with("db.user", "sa").with("db.password", "");
+      } catch (java.io.IOException e) {
+        throw new IllegalStateException(e);
+      }
+    }
+    String schema = "runway_test_" + UUID.randomUUID().toString().replace("-", "").substring(0, 12);
+    try (Connection c = DriverManager.getConnection(PG_URL, PG_USER, PG_PASSWORD);
+         Statement s = c.createStatement()) {
+      s.execute("CREATE SCHEMA " + schema);
+    } catch (SQLException e) {
+      throw new IllegalStateException("cannot create a schema on PostgreSQL at " + PG_URL + ": " + e.getMessage(), e);
+    }
+    String url = PG_URL + (PG_URL.contains("?") ? "&" : "?") + "currentSchema=" + schema;
+    return base.with("db.url", url).with("db.user", PG_USER).with("db.password", PG_PASSWORD);
+  }
+
+  /** Whether PostgreSQL answers at RUNWAY_TEST_PG_URL. */
+  public static boolean postgresReachable() {
+    try (Connection c = DriverManager.getConnection(PG_URL + (PG_URL.contains("?") ? "&" : "?") + "connectTimeout=3",
+        PG_USER, PG_PASSWORD)) {
+      return c.isValid(3);
+    } catch (SQLException e) {
+      return false;
+    }
+  }
+
+  private static String env(String name, String fallback) {
+    String value = System.getenv(name);
+    return value == null || value.isBlank() ? fallback : value;
+  }
+}
