@@ -76,6 +76,8 @@ public final class Main {
   }
 
   private static int keys(List<String> args) {
+    // stdout carries the command's answer (a new key alone); start-up chatter would only be noise.
+    System.setProperty("org.slf4j.simpleLogger.defaultLogLevel", "warn");
     if (args.isEmpty() || args.contains("--help") || args.contains("-h")) {
       System.out.println(KeysCommand.USAGE);
       return args.isEmpty() ? 2 : 0;

@@ -3,6 +3,7 @@ package dev.runway.auth;
 import dev.runway.core.Ids;
 import dev.runway.core.Slugs;
 import dev.runway.core.Time;
+import dev.runway.db.SqlErrors;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.Arrays;
@@ -58,10 +59,12 @@ public final class ApiKeyService {
         now,
         validFor == null ? null : now.plus(validFor),
         null);
-    jdbi.useTransaction(h -> {
+    // Two first keys of one workspace race to create it; the loser retries and finds it.
+    SqlErrors.retryOnUniqueViolation(() -> jdbi.inTransaction(h -> {
       h.attach(WorkspaceDao.class).ensure(workspaceId, now);
       h.attach(ApiKeyDao.class).insert(record);
-    });
+      return record;
+    }));
     return new CreatedKey(key, record);
   }
 

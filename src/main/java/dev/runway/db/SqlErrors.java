@@ -2,6 +2,8 @@ package dev.runway.db;
 
 import java.sql.SQLException;
 import java.sql.SQLTransientConnectionException;
+import java.util.function.Supplier;
+import org.jdbi.v3.core.JdbiException;
 
 /** Reads what kind of failure a database exception is, the same way on H2 and PostgreSQL. */
 public final class SqlErrors {
@@ -29,6 +31,18 @@ public final class SqlErrors {
       }
     }
     return false;
+  }
+
+  /** Runs the work, once more if it lost an insert race (a unique violation); the retry sees the winner's row. */
+  public static <T> T retryOnUniqueViolation(Supplier<T> work) {
+    try {
+      return work.get();
+    } catch (JdbiException e) {
+      if (!isUniqueViolation(e)) {
+        throw e;
+      }
+      return work.get();
+    }
   }
 
   private static String sqlState(Throwable e) {

@@ -6,7 +6,6 @@ import io.javalin.http.Context;
 import io.javalin.http.HttpResponseException;
 import io.javalin.http.MethodNotAllowedResponse;
 import io.javalin.router.EndpointNotFound;
-import java.util.Map;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.slf4j.Logger;
@@ -71,7 +70,7 @@ public final class ErrorMapper {
   }
 
   /** Problem bodies for the few errors Jetty answers itself (malformed HTTP, oversized headers). */
-  static Map<String, Object> bareProblem(int status, String detail) {
+  static Problem bareProblem(int status, String detail, String requestId) {
     String code = switch (status) {
       case 404 -> "not_found";
       case 405 -> "method_not_allowed";
@@ -80,7 +79,6 @@ public final class ErrorMapper {
       case 503 -> "unavailable";
       default -> status >= 500 ? "internal_error" : "invalid_request";
     };
-    return Map.of("type", "https://runway.dev/errors/" + code, "status", status, "title", Problem.title(status),
-        "code", code, "detail", detail == null ? Problem.title(status) : detail);
+    return Problem.of(status, code, detail == null ? Problem.title(status) : detail, null, requestId);
   }
 }

@@ -1,5 +1,6 @@
 package dev.runway.http;
 
+import dev.runway.core.Ids;
 import dev.runway.core.Json;
 import java.nio.ByteBuffer;
 import org.eclipse.jetty.http.HttpField;
@@ -15,13 +16,17 @@ public final class JettyErrors extends ErrorHandler {
   @Override
   protected void generateResponse(Request request, Response response, int code, String message, Throwable cause,
       Callback callback) {
+    String requestId = Ids.newId("req");
     response.getHeaders().put(HttpHeader.CONTENT_TYPE, Responses.PROBLEM_JSON);
-    response.write(true, ByteBuffer.wrap(Json.bytes(ErrorMapper.bareProblem(code, message))), callback);
+    response.getHeaders().put(RequestIds.HEADER, requestId);
+    response.write(true, ByteBuffer.wrap(Json.bytes(ErrorMapper.bareProblem(code, message, requestId))), callback);
   }
 
   @Override
   public ByteBuffer badMessageError(int status, String reason, HttpFields.Mutable fields) {
+    String requestId = Ids.newId("req");
     fields.put(new HttpField(HttpHeader.CONTENT_TYPE, Responses.PROBLEM_JSON));
-    return ByteBuffer.wrap(Json.bytes(ErrorMapper.bareProblem(status, reason)));
+    fields.put(RequestIds.HEADER, requestId);
+    return ByteBuffer.wrap(Json.bytes(ErrorMapper.bareProblem(status, reason, requestId)));
   }
 }

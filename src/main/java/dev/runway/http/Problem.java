@@ -30,6 +30,7 @@ public record Problem(
       case 415 -> "Unsupported Media Type";
       case 422 -> "Unprocessable Content";
       case 429 -> "Too Many Requests";
+      case 431 -> "Request Header Fields Too Large";
       case 503 -> "Service Unavailable";
       default -> status >= 500 ? "Internal Server Error" : "Error";
     };

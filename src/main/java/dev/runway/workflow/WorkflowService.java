@@ -2,6 +2,7 @@ package dev.runway.workflow;
 
 import dev.runway.auth.WorkspaceDao;
 import dev.runway.core.Time;
+import dev.runway.db.SqlErrors;
 import dev.runway.http.ApiException;
 import java.time.Instant;
 import java.util.List;
@@ -21,6 +22,11 @@ public final class WorkflowService {
 
   /** Creates or replaces the workflow; putting an archived workflow restores it. */
   public Saved put(String workspaceId, String id, WorkflowDefinition definition) {
+    // Two first puts of one id race to insert; the loser retries and finds the winner's row.
+    return SqlErrors.retryOnUniqueViolation(() -> putOnce(workspaceId, id, definition));
+  }
+
+  private Saved putOnce(String workspaceId, String id, WorkflowDefinition definition) {
     return jdbi.inTransaction(h -> {
       Instant now = Time.now();
       h.attach(WorkspaceDao.class).ensure(workspaceId, now);
