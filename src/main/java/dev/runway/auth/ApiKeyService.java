@@ -37,6 +37,9 @@ public final class ApiKeyService {
     if (!Slugs.isSlug(workspaceId)) {
       throw new IllegalArgumentException("workspace must be a slug: " + Slugs.RULE);
     }
+    if (name == null || name.length() > 200) {
+      throw new IllegalArgumentException("a key's name must be at most 200 characters");
+    }
     if (scopes.isEmpty()) {
       throw new IllegalArgumentException("a key needs at least one scope");
     }

@@ -50,11 +50,16 @@ public final class KeysCommand {
     List<String> projects = options.containsKey("projects") ? Arrays.asList(options.get("projects").split(",")) : null;
     Duration validFor = null;
     if (options.containsKey("expires-in-days")) {
+      int days;
       try {
-        validFor = Duration.ofDays(Integer.parseInt(options.get("expires-in-days")));
+        days = Integer.parseInt(options.get("expires-in-days"));
       } catch (NumberFormatException e) {
-        throw new IllegalArgumentException("--expires-in-days must be a whole number");
+        days = 0;
       }
+      if (days < 1 || days > 36_500) {
+        throw new IllegalArgumentException("--expires-in-days must be a whole number from 1 to 36500");
+      }
+      validFor = Duration.ofDays(days);
     }
     ApiKeyService.CreatedKey created =
         keys.create(workspace, options.getOrDefault("name", "unnamed"), scopes, projects, validFor);

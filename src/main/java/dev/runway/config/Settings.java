@@ -137,7 +137,8 @@ public final class Settings {
   }
 
   public SettingsException invalid(String key, String why) {
-    return new SettingsException("invalid setting " + key + "='" + values.get(key) + "' (from "
+    String shown = values.get(key).replace("\n", "\\n").replace("\r", "\\r");
+    return new SettingsException("invalid setting " + key + "='" + shown + "' (from "
         + sources.get(key) + "): " + why);
   }
 }
