@@ -1,10 +1,9 @@
 package dev.runway.auth;
 
+import dev.runway.core.Sha256;
 import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
-import java.security.NoSuchAlgorithmException;
 import java.security.SecureRandom;
-import java.util.HexFormat;
 
 /**
  * Makes API keys and their stored hashes. Keys carry 238 random bits, so a fast SHA-256 is the
@@ -42,19 +41,11 @@ public final class KeyHasher {
   }
 
   public static String hash(String key) {
-    return HexFormat.of().formatHex(sha256(key));
+    return Sha256.hex(key);
   }
 
   /** Compares two hashes without an early exit, so timing says nothing about where they differ. */
   public static boolean sameHash(String a, String b) {
     return MessageDigest.isEqual(a.getBytes(StandardCharsets.US_ASCII), b.getBytes(StandardCharsets.US_ASCII));
-  }
-
-  private static byte[] sha256(String text) {
-    try {
-      return MessageDigest.getInstance("SHA-256").digest(text.getBytes(StandardCharsets.UTF_8));
-    } catch (NoSuchAlgorithmException e) {
-      throw new IllegalStateException("SHA-256 is missing from this JVM", e);
-    }
   }
 }

@@ -4,17 +4,14 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.runway.auth.Principal;
 import dev.runway.core.Ids;
 import dev.runway.core.Json;
+import dev.runway.core.Sha256;
 import dev.runway.core.Time;
 import dev.runway.db.SqlErrors;
 import dev.runway.http.ApiException;
 import dev.runway.workflow.Workflow;
 import dev.runway.workflow.WorkflowDao;
-import java.nio.charset.StandardCharsets;
-import java.security.MessageDigest;
-import java.security.NoSuchAlgorithmException;
 import java.time.Duration;
 import java.time.Instant;
-import java.util.HexFormat;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -106,12 +103,7 @@ public final class RunService {
   private static String requestHash(StartRequest request) {
     String canonical = "POST /v1/workflows/" + request.workflowId() + "/runs\n" + request.project() + "\n"
         + Json.canonical(request.inputs());
-    try {
-      byte[] digest = MessageDigest.getInstance("SHA-256").digest(canonical.getBytes(StandardCharsets.UTF_8));
-      return HexFormat.of().formatHex(digest);
-    } catch (NoSuchAlgorithmException e) {
-      throw new IllegalStateException(e);
-    }
+    return Sha256.hex(canonical);
   }
 
   public Run get(Principal caller, String runId) {
