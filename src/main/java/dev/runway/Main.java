@@ -84,7 +84,7 @@ public final class Main {
     }
     ServerSettings settings = ServerSettings.from(Settings.load(System.getenv()));
     try (Database database = Database.open(settings)) {
-      return new KeysCommand(Services.over(database, settings).keys(), System.out).run(args);
+      return new KeysCommand(Services.over(database, settings, () -> { }).keys(), System.out).run(args);
     } catch (IllegalArgumentException e) {
       System.err.println("runway: " + e.getMessage() + "\n" + KeysCommand.USAGE);
       return 2;

@@ -5,6 +5,7 @@ import dev.runway.auth.Scope;
 import dev.runway.config.ServerSettings;
 import dev.runway.config.Settings;
 import dev.runway.db.Database;
+import dev.runway.engine.Engine;
 import dev.runway.workflow.WorkflowFiles;
 import io.javalin.Javalin;
 import java.util.List;
@@ -31,12 +32,15 @@ public final class Runway implements AutoCloseable {
 
   private final Services services;
   private final Javalin app;
+  private final Engine engine;
   private final ScheduledExecutorService housekeeping;
   private final String firstAdminKey;
 
-  private Runway(Services services, Javalin app, ScheduledExecutorService housekeeping, String firstAdminKey) {
+  private Runway(Services services, Javalin app, Engine engine, ScheduledExecutorService housekeeping,
+      String firstAdminKey) {
     this.services = services;
     this.app = app;
+    this.engine = engine;
     this.housekeeping = housekeeping;
     this.firstAdminKey = firstAdminKey;
   }
@@ -53,8 +57,17 @@ public final class Runway implements AutoCloseable {
   }
 
   private static Runway start(ServerSettings settings, Database database) {
+    Engine engine = null;
     try {
-      Services services = Services.over(database, settings);
+      if (settings.engine().enabled()) {
+        engine = Engine.start(database.jdbi(), settings.engine(), database.isSingleProcess());
+      }
+      Engine wakeable = engine;
+      Services services = Services.over(database, settings, () -> {
+        if (wakeable != null) {
+          wakeable.wake();
+        }
+      });
       String adminKey = null;
       if (settings.bootstrapAdminKey() && services.keys().databaseIsEmpty()) {
         adminKey = services.keys().create(DEFAULT_WORKSPACE, "admin", Scope.all(), null, null).key();
@@ -70,8 +83,11 @@ public final class Runway implements AutoCloseable {
         return t;
       });
       housekeeping.scheduleWithFixedDelay(() -> sweep(services), 1, 10, TimeUnit.MINUTES);
-      return new Runway(services, app, housekeeping, adminKey);
+      return new Runway(services, app, engine, housekeeping, adminKey);
     } catch (RuntimeException e) {
+      if (engine != null) {
+        engine.close();
+      }
       database.close();
       throw e;
     }
@@ -103,11 +119,14 @@ public final class Runway implements AutoCloseable {
     return Optional.ofNullable(firstAdminKey);
   }
 
-  /** Stops taking requests, lets those in flight finish, and closes the pool Runway opened. */
+  /** Stops taking requests, lets those in flight and running steps finish, and closes the pool Runway opened. */
   @Override
   public void close() {
     housekeeping.shutdownNow();
     app.stop();
+    if (engine != null) {
+      engine.close();
+    }
     services.database().close();
   }
 }

@@ -59,6 +59,11 @@ public final class RunwayApp {
       routes.post("/v1/workflows/{id}/runs", runs::start, Scope.RUNS_WRITE);
       routes.get("/v1/runs/{runId}", runs::get, Scope.RUNS_READ);
       routes.get("/v1/runs", runs::list, Scope.RUNS_READ);
+      routes.post("/v1/runs/{runId}/approve", runs::approve, Scope.APPROVALS_WRITE);
+      routes.post("/v1/runs/{runId}/reject", runs::reject, Scope.APPROVALS_WRITE);
+      routes.post("/v1/runs/{runId}/cancel", runs::cancel, Scope.RUNS_WRITE);
+      routes.get("/v1/runs/{runId}/events", runs::events, Scope.RUNS_READ);
+      routes.get("/v1/events", runs::workspaceEvents, Scope.RUNS_READ);
 
       routes.put("/v1/workflows/{id}", workflows::put, Scope.WORKFLOWS_WRITE);
       routes.get("/v1/workflows/{id}", workflows::get, Scope.RUNS_READ);

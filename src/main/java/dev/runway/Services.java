@@ -9,11 +9,12 @@ import dev.runway.workflow.WorkflowService;
 /** Runway's services over one database, wired with plain constructors. */
 public record Services(Database database, ApiKeyService keys, WorkflowService workflows, RunService runs) {
 
-  public static Services over(Database database, ServerSettings settings) {
+  /** {@code runDue} is called when a run became due now, to wake the engine. */
+  public static Services over(Database database, ServerSettings settings, Runnable runDue) {
     return new Services(
         database,
         new ApiKeyService(database.jdbi()),
         new WorkflowService(database.jdbi()),
-        new RunService(database.jdbi(), settings.idempotencyTtl()));
+        new RunService(database.jdbi(), settings.idempotencyTtl(), runDue));
   }
 }

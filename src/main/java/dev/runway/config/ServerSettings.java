@@ -1,5 +1,6 @@
 package dev.runway.config;
 
+import dev.runway.engine.EngineSettings;
 import java.nio.file.Path;
 import java.time.Duration;
 
@@ -17,7 +18,8 @@ public record ServerSettings(
     int dbConnectionTimeoutMs,
     Path workflowsDir,
     boolean bootstrapAdminKey,
-    Duration idempotencyTtl) {
+    Duration idempotencyTtl,
+    EngineSettings engine) {
 
   public static ServerSettings from(Settings s) {
     String url = s.string("db.url");
@@ -42,7 +44,8 @@ public record ServerSettings(
         s.integer("db.connection_timeout_ms", 250, 600_000),
         dir.isEmpty() ? null : Path.of(dir),
         s.bool("bootstrap.admin_key"),
-        Duration.ofHours(s.integer("idempotency.ttl_hours", 1, 24 * 365)));
+        Duration.ofHours(s.integer("idempotency.ttl_hours", 1, 24 * 365)),
+        EngineSettings.from(s));
   }
 
   public boolean isH2() {

@@ -16,11 +16,13 @@ public final class Database implements AutoCloseable {
   private final DataSource dataSource;
   private final HikariDataSource ownedPool;
   private final Jdbi jdbi;
+  private final boolean h2;
 
-  private Database(DataSource dataSource, HikariDataSource ownedPool) {
+  private Database(DataSource dataSource, HikariDataSource ownedPool, boolean h2) {
     this.dataSource = dataSource;
     this.ownedPool = ownedPool;
     this.jdbi = Jdbi.create(dataSource).installPlugin(new SqlObjectPlugin());
+    this.h2 = h2;
   }
 
   /** Opens a pool from the settings, makes H2 durable and applies the migrations. */
@@ -49,30 +51,38 @@ public final class Database implements AutoCloseable {
   }
 
   private static Database prepare(DataSource dataSource, HikariDataSource ownedPool) {
-    makeDurable(dataSource);
+    boolean h2 = makeDurable(dataSource);
     Flyway.configure()
         .dataSource(dataSource)
         .locations("classpath:db/migration")
         .load()
         .migrate();
-    return new Database(dataSource, ownedPool);
+    return new Database(dataSource, ownedPool, h2);
   }
 
   /**
    * H2 writes committed transactions to its file only every 500 ms by default, so a kill -9
    * loses what was acknowledged in between. WRITE_DELAY 0 writes at each commit. The setting
-   * is kept in the database file, so it holds whatever URL opens it later.
+   * is kept in the database file, so it holds whatever URL opens it later. Returns whether the
+   * database is H2.
    */
-  private static void makeDurable(DataSource dataSource) {
+  private static boolean makeDurable(DataSource dataSource) {
     try (Connection c = dataSource.getConnection()) {
-      if (c.getMetaData().getURL().startsWith("jdbc:h2:")) {
+      boolean h2 = c.getMetaData().getURL().startsWith("jdbc:h2:");
+      if (h2) {
         try (Statement s = c.createStatement()) {
           s.execute("SET WRITE_DELAY 0");
         }
       }
+      return h2;
     } catch (SQLException e) {
       throw new DatabaseUnavailableException("cannot open the database: " + e.getMessage(), e);
     }
+  }
+
+  /** H2 serves one process; PostgreSQL may be shared by several Runway instances. */
+  public boolean isSingleProcess() {
+    return h2;
   }
 
   public Jdbi jdbi() {

@@ -8,13 +8,20 @@ public class ApiException extends RuntimeException {
   private final String code;
   private final String param;
   private final Map<String, String> headers;
+  private final Map<String, Object> extensions;
 
-  public ApiException(int status, String code, String detail, String param, Map<String, String> headers) {
+  public ApiException(int status, String code, String detail, String param, Map<String, String> headers,
+      Map<String, Object> extensions) {
     super(detail, null, false, false);
     this.status = status;
     this.code = code;
     this.param = param;
     this.headers = headers;
+    this.extensions = extensions;
+  }
+
+  public ApiException(int status, String code, String detail, String param, Map<String, String> headers) {
+    this(status, code, detail, param, headers, Map.of());
   }
 
   public ApiException(int status, String code, String detail, String param) {
@@ -47,5 +54,10 @@ public class ApiException extends RuntimeException {
 
   public Map<String, String> headers() {
     return headers;
+  }
+
+  /** Extra members of the problem body, e.g. current_status on a 409. */
+  public Map<String, Object> extensions() {
+    return extensions;
   }
 }

@@ -6,6 +6,7 @@ import io.javalin.http.Context;
 import io.javalin.http.HttpResponseException;
 import io.javalin.http.MethodNotAllowedResponse;
 import io.javalin.router.EndpointNotFound;
+import java.util.Map;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.slf4j.Logger;
@@ -29,7 +30,7 @@ public final class ErrorMapper {
 
   private static void api(ApiException e, Context ctx) {
     e.headers().forEach(ctx::header);
-    Responses.problem(ctx, e.status(), e.code(), e.getMessage(), e.param());
+    Responses.problem(ctx, e.status(), e.code(), e.getMessage(), e.param(), e.extensions());
   }
 
   private static void methodNotAllowed(MethodNotAllowedResponse e, Context ctx) {
@@ -70,7 +71,7 @@ public final class ErrorMapper {
   }
 
   /** Problem bodies for the few errors Jetty answers itself (malformed HTTP, oversized headers). */
-  static Problem bareProblem(int status, String detail, String requestId) {
+  static Map<String, Object> bareProblem(int status, String detail, String requestId) {
     String code = switch (status) {
       case 404 -> "not_found";
       case 405 -> "method_not_allowed";
@@ -79,6 +80,6 @@ public final class ErrorMapper {
       case 503 -> "unavailable";
       default -> status >= 500 ? "internal_error" : "invalid_request";
     };
-    return Problem.of(status, code, detail == null ? Problem.title(status) : detail, null, requestId);
+    return Problem.body(status, code, detail == null ? Problem.title(status) : detail, null, requestId, Map.of());
   }
 }

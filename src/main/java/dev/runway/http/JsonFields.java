@@ -78,6 +78,17 @@ public final class JsonFields {
     return node.booleanValue();
   }
 
+  public long optionalLong(String name, long fallback, long min, long max) {
+    JsonNode node = present(name);
+    if (node == null) {
+      return fallback;
+    }
+    if (!node.isIntegralNumber() || !node.canConvertToLong() || node.longValue() < min || node.longValue() > max) {
+      throw ApiException.validation(prefix + name, prefix + name + " must be a whole number from " + min + " to " + max);
+    }
+    return node.longValue();
+  }
+
   public ObjectNode optionalObject(String name) {
     JsonNode node = present(name);
     if (node == null) {

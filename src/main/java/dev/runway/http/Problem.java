@@ -1,21 +1,27 @@
 package dev.runway.http;
 
-import com.fasterxml.jackson.annotation.JsonInclude;
-import com.fasterxml.jackson.annotation.JsonPropertyOrder;
+import java.util.LinkedHashMap;
+import java.util.Map;
 
-/** The error body (RFC 9457 problem details plus Runway's {@code code}, {@code param}, {@code request_id}). */
-@JsonPropertyOrder({"type", "status", "title", "code", "detail", "param", "request_id"})
-public record Problem(
-    String type,
-    int status,
-    String title,
-    String code,
-    String detail,
-    @JsonInclude(JsonInclude.Include.NON_NULL) String param,
-    String requestId) {
+/** The error body: RFC 9457 problem details plus Runway's {@code code}, {@code param}, {@code request_id}. */
+public final class Problem {
+  private Problem() {}
 
-  public static Problem of(int status, String code, String detail, String param, String requestId) {
-    return new Problem("https://runway.dev/errors/" + code, status, title(status), code, detail, param, requestId);
+  /** The body, members in a stable order; {@code extensions} (e.g. current_status) go before request_id. */
+  public static Map<String, Object> body(int status, String code, String detail, String param, String requestId,
+      Map<String, Object> extensions) {
+    Map<String, Object> body = new LinkedHashMap<>();
+    body.put("type", "https://runway.dev/errors/" + code);
+    body.put("status", status);
+    body.put("title", title(status));
+    body.put("code", code);
+    body.put("detail", detail);
+    if (param != null) {
+      body.put("param", param);
+    }
+    body.putAll(extensions);
+    body.put("request_id", requestId);
+    return body;
   }
 
   static String title(int status) {

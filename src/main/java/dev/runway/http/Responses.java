@@ -2,6 +2,7 @@ package dev.runway.http;
 
 import dev.runway.core.Json;
 import io.javalin.http.Context;
+import java.util.Map;
 
 /** Writes JSON and problem+json bodies with the charset the API promises. */
 public final class Responses {
@@ -21,7 +22,12 @@ public final class Responses {
   }
 
   public static void problem(Context ctx, int status, String code, String detail, String param) {
-    Problem problem = Problem.of(status, code, detail, param, RequestIds.of(ctx));
-    ctx.status(status).contentType(PROBLEM_JSON).result(Json.bytes(problem));
+    problem(ctx, status, code, detail, param, Map.of());
+  }
+
+  public static void problem(Context ctx, int status, String code, String detail, String param,
+      Map<String, Object> extensions) {
+    Map<String, Object> body = Problem.body(status, code, detail, param, RequestIds.of(ctx), extensions);
+    ctx.status(status).contentType(PROBLEM_JSON).result(Json.bytes(body));
   }
 }

@@ -15,9 +15,44 @@ import org.jdbi.v3.sqlobject.statement.SqlUpdate;
 @RegisterConstructorMapper(Run.class)
 public interface RunDao {
   @SqlUpdate("INSERT INTO run (id, workspace_id, workflow_id, project, status, requires_approval, inputs, "
-      + "created_at, updated_at, finished_at, approval, error) VALUES (:id, :workspaceId, :workflowId, :project, "
-      + ":status, :requiresApproval, :inputs, :createdAt, :updatedAt, :finishedAt, :approval, :error)")
+      + "created_at, updated_at, finished_at, approval, error, definition, steps, current_step, due_at, lease_owner, "
+      + "lease_until, version) VALUES (:id, :workspaceId, :workflowId, :project, :status, :requiresApproval, :inputs, "
+      + ":createdAt, :updatedAt, :finishedAt, :approval, :error, :definition, :steps, :currentStep, :dueAt, "
+      + ":leaseOwner, :leaseUntil, :version)")
   void insert(@BindMethods Run run);
+
+  @SqlQuery("SELECT * FROM run WHERE workspace_id = :workspaceId AND id = :id FOR UPDATE")
+  Optional<Run> findForUpdate(String workspaceId, String id);
+
+  @SqlQuery("SELECT * FROM run WHERE id = :id")
+  Optional<Run> findById(String id);
+
+  /**
+   * Writes a run's new progress if nobody changed it since {@code expectedVersion} was read;
+   * returns 0 when somebody did (the caller lost the race and must not go on).
+   */
+  @SqlUpdate("UPDATE run SET status = :status, approval = :approval, error = :error, steps = :steps, "
+      + "current_step = :currentStep, due_at = :dueAt, finished_at = :finishedAt, updated_at = :updatedAt, "
+      + "lease_owner = :leaseOwner, lease_until = :leaseUntil, version = :version "
+      + "WHERE id = :id AND version = :version - 1")
+  int saveProgress(@BindMethods Run run);
+
+  /** Runs the engine should look at now and that no live lease holds: candidates to claim. */
+  @SqlQuery("SELECT id FROM run WHERE due_at <= :now AND (lease_until IS NULL OR lease_until < :now) "
+      + "ORDER BY due_at LIMIT :limit")
+  List<String> dueRuns(java.time.Instant now, int limit);
+
+  /** Takes the lease on one due run; 1 if this caller got it, 0 if another instance was faster. */
+  @SqlUpdate("UPDATE run SET lease_owner = :owner, lease_until = :until WHERE id = :id AND due_at <= :now "
+      + "AND (lease_until IS NULL OR lease_until < :now)")
+  int claim(String id, String owner, java.time.Instant until, java.time.Instant now);
+
+  @SqlUpdate("UPDATE run SET lease_until = :until WHERE id = :id AND lease_owner = :owner")
+  int extendLease(String id, String owner, java.time.Instant until);
+
+  /** Drops every lease: only for a single-process database (H2), at start, after a crash. */
+  @SqlUpdate("UPDATE run SET lease_owner = NULL, lease_until = NULL WHERE lease_owner IS NOT NULL")
+  int releaseAllLeases();
 
   @SqlQuery("SELECT * FROM run WHERE workspace_id = :workspaceId AND id = :id")
   Optional<Run> find(String workspaceId, String id);

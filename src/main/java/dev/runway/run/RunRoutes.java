@@ -1,8 +1,9 @@
 package dev.runway.run;
 
 import com.fasterxml.jackson.databind.node.ObjectNode;
-import dev.runway.auth.Principal;
 import dev.runway.core.Ids;
+import dev.runway.engine.Event;
+import dev.runway.engine.EventView;
 import dev.runway.http.ApiException;
 import dev.runway.http.AuthHandler;
 import dev.runway.http.JsonFields;
@@ -19,6 +20,8 @@ import java.util.Set;
 /** HTTP handlers for starting, reading and listing runs. */
 public final class RunRoutes {
   private static final Set<String> START_FIELDS = Set.of("project", "inputs");
+  private static final Set<String> DECISION_FIELDS = Set.of("comment");
+  private static final Set<String> EVENT_PARAMS = Set.of("limit", "starting_after");
   private static final Set<String> LIST_PARAMS =
       Set.of("workflow", "project", "status", "created_after", "created_before", "limit", "starting_after");
   public static final String IDEMPOTENCY_KEY = "Idempotency-Key";
@@ -46,12 +49,7 @@ public final class RunRoutes {
   }
 
   public void get(Context ctx) {
-    String runId = ctx.pathParam("runId");
-    Principal caller = AuthHandler.principal(ctx);
-    if (!Ids.looksLike("run", runId)) {
-      throw ApiException.notFound("run_not_found", "no run '" + runId + "' in this workspace");
-    }
-    Responses.json(ctx, 200, RunView.of(runs.get(caller, runId)));
+    Responses.json(ctx, 200, RunView.of(runs.get(AuthHandler.principal(ctx), runId(ctx))));
   }
 
   public void list(Context ctx) {
@@ -61,6 +59,56 @@ public final class RunRoutes {
         q.time("created_after"), q.time("created_before"), q.id("starting_after", "run"), null);
     List<Run> rows = runs.list(AuthHandler.principal(ctx), filter, limit + 1);
     Responses.json(ctx, 200, Page.of(rows, limit, RunView::of, RunView::id));
+  }
+
+  public void approve(Context ctx) {
+    String comment = comment(ctx);
+    Responses.json(ctx, 200, RunView.of(runs.approve(AuthHandler.principal(ctx), runId(ctx), comment)));
+  }
+
+  public void reject(Context ctx) {
+    String comment = comment(ctx);
+    Responses.json(ctx, 200, RunView.of(runs.reject(AuthHandler.principal(ctx), runId(ctx), comment)));
+  }
+
+  public void cancel(Context ctx) {
+    JsonFields.of(bodies.optionalObject(ctx), Set.of());
+    Responses.json(ctx, 200, RunView.of(runs.cancel(AuthHandler.principal(ctx), runId(ctx))));
+  }
+
+  /** GET /v1/runs/{runId}/events: the run's timeline, oldest first. */
+  public void events(Context ctx) {
+    QueryParams q = QueryParams.of(ctx, EVENT_PARAMS);
+    int limit = q.integer("limit", 100, 1, 1000);
+    List<Event> rows = runs.events(AuthHandler.principal(ctx), runId(ctx), q.id("starting_after", "evt"), limit + 1);
+    Responses.json(ctx, 200, Page.of(rows, limit, EventView::of, EventView::id));
+  }
+
+  /**
+   * GET /v1/events: the workspace's events, oldest first, for pollers. Unlike other lists,
+   * next_cursor is always set (the last event seen, or the cursor given) so a poller can keep
+   * asking from there.
+   */
+  public void workspaceEvents(Context ctx) {
+    QueryParams q = QueryParams.of(ctx, EVENT_PARAMS);
+    int limit = q.integer("limit", 100, 1, 1000);
+    String after = q.id("starting_after", "evt");
+    List<Event> rows = runs.workspaceEvents(AuthHandler.principal(ctx), after, limit + 1);
+    Page<EventView> page = Page.of(rows, limit, EventView::of, EventView::id);
+    String cursor = page.data().isEmpty() ? after : page.data().get(page.data().size() - 1).id();
+    Responses.json(ctx, 200, new Page<>(page.data(), page.hasMore(), cursor));
+  }
+
+  private String comment(Context ctx) {
+    return JsonFields.of(bodies.optionalObject(ctx), DECISION_FIELDS).optionalString("comment", null, 1000);
+  }
+
+  private static String runId(Context ctx) {
+    String runId = ctx.pathParam("runId");
+    if (!Ids.looksLike("run", runId)) {
+      throw ApiException.notFound("run_not_found", "no run '" + runId + "' in this workspace");
+    }
+    return runId;
   }
 
   private static List<String> statuses(String text) {

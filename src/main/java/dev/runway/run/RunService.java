@@ -6,6 +6,10 @@ import dev.runway.core.Ids;
 import dev.runway.core.Json;
 import dev.runway.core.Sha256;
 import dev.runway.core.Time;
+import dev.runway.engine.Event;
+import dev.runway.engine.EventDao;
+import dev.runway.engine.RunStateMachine;
+import dev.runway.workflow.Step;
 import dev.runway.db.SqlErrors;
 import dev.runway.http.ApiException;
 import dev.runway.workflow.Workflow;
@@ -23,10 +27,13 @@ import org.jdbi.v3.core.JdbiException;
 public final class RunService {
   private final Jdbi jdbi;
   private final Duration idempotencyTtl;
+  private final Runnable runDue;
 
-  public RunService(Jdbi jdbi, Duration idempotencyTtl) {
+  /** {@code runDue} is told when a run became due now (the engine then looks at once). */
+  public RunService(Jdbi jdbi, Duration idempotencyTtl, Runnable runDue) {
     this.jdbi = jdbi;
     this.idempotencyTtl = idempotencyTtl;
+    this.runDue = runDue;
   }
 
   /** A start request after validation at the edge. */
@@ -41,11 +48,13 @@ public final class RunService {
           "this API key may not use project '" + request.project() + "'", "project");
     }
     if (request.idempotencyKey() == null) {
-      return jdbi.inTransaction(h -> {
+      Started started = jdbi.inTransaction(h -> {
         Run run = newRun(h, caller, request);
-        h.attach(RunDao.class).insert(run);
+        insert(h, run, caller);
         return new Started(200, Json.string(RunView.of(run)), false);
       });
+      runDue.run();
+      return started;
     }
     String requestHash = requestHash(request);
     Optional<Started> replay = replay(caller, request.idempotencyKey(), requestHash);
@@ -53,7 +62,7 @@ public final class RunService {
       return replay.get();
     }
     try {
-      return jdbi.inTransaction(h -> {
+      Started started = jdbi.inTransaction(h -> {
         Instant now = Time.now();
         IdempotencyDao keys = h.attach(IdempotencyDao.class);
         keys.deleteIfExpired(caller.workspaceId(), request.idempotencyKey(), now);
@@ -62,9 +71,11 @@ public final class RunService {
         // The key row goes in first: a concurrent twin blocks on it until this commits, then replays.
         keys.insert(new IdempotencyRecord(caller.workspaceId(), request.idempotencyKey(), requestHash, 200, body,
             now, now.plus(idempotencyTtl)));
-        h.attach(RunDao.class).insert(run);
+        insert(h, run, caller);
         return new Started(200, body, false);
       });
+      runDue.run();
+      return started;
     } catch (JdbiException e) {
       if (SqlErrors.isUniqueViolation(e) || SqlErrors.isLockTimeout(e)) {
         return replay(caller, request.idempotencyKey(), requestHash).orElseThrow(() -> new ApiException(409,
@@ -88,16 +99,95 @@ public final class RunService {
     return Optional.of(new Started(stored.get().responseStatus(), stored.get().responseBody(), true));
   }
 
-  /** A new run of the workflow, not yet stored; 404 if the workflow is missing or archived. */
+  /**
+   * A new run of the workflow, not yet stored; 404 if the workflow is missing or archived. The run
+   * keeps the definition as it is now, so later edits of the workflow do not change it.
+   */
   private static Run newRun(Handle h, Principal caller, StartRequest request) {
     Workflow workflow = h.attach(WorkflowDao.class).find(caller.workspaceId(), request.workflowId())
         .filter(w -> !w.archived())
         .orElseThrow(() -> ApiException.notFound("workflow_not_found",
             "no workflow '" + request.workflowId() + "' in this workspace"));
+    List<Step> steps = Step.parseAll(Json.tree(workflow.steps()));
+    ObjectNode definition = Json.MAPPER.createObjectNode().put("requires_approval", workflow.requiresApproval());
+    Step.toJson(steps, definition.putArray("steps"));
     Instant now = Time.now();
     return new Run(Ids.newId("run", now.toEpochMilli()), caller.workspaceId(), workflow.id(),
         request.project(), RunStatus.RUNNING.wireName(), workflow.requiresApproval(), Json.string(request.inputs()),
-        now, now, null, null, null);
+        now, now, null, null, null, Json.string(definition), Json.string(RunStateMachine.initialSteps(steps)),
+        workflow.requiresApproval() ? -1 : 0, now, null, null, 0);
+  }
+
+  private static void insert(Handle h, Run run, Principal caller) {
+    h.attach(RunDao.class).insert(run);
+    h.attach(EventDao.class).insert(List.of(RunStateMachine.started(run, caller.keyId())));
+  }
+
+  /** Approves a run waiting at an approval; 409 run_state_conflict if it is not waiting. */
+  public Run approve(Principal caller, String runId, String comment) {
+    return move(caller, runId, m -> m.approve(caller.keyId(), comment));
+  }
+
+  public Run reject(Principal caller, String runId, String comment) {
+    return move(caller, runId, m -> m.reject(caller.keyId(), comment));
+  }
+
+  /** Cancels a run that has not finished; 409 run_state_conflict if it has. */
+  public Run cancel(Principal caller, String runId) {
+    return move(caller, runId, m -> m.cancel(caller.keyId()));
+  }
+
+  /** Applies a caller's move to the run under a row lock, with its events, in one transaction. */
+  private Run move(Principal caller, String runId, java.util.function.Consumer<RunStateMachine> move) {
+    Run saved = jdbi.inTransaction(h -> {
+      RunDao runs = h.attach(RunDao.class);
+      Run run = runs.findForUpdate(caller.workspaceId(), runId).orElseThrow(() -> runNotFound(runId));
+      checkProject(caller, run);
+      RunStateMachine machine = new RunStateMachine(run, Time.now());
+      move.accept(machine);
+      // A caller's move ends any engine lease: an engine still holding the old version will not save.
+      Run next = machine.toRun(null, null);
+      if (runs.saveProgress(next) != 1) {
+        throw new IllegalStateException("run " + runId + " changed under its row lock");
+      }
+      h.attach(EventDao.class).insert(machine.events());
+      return next;
+    });
+    if (saved.dueAt() != null) {
+      runDue.run();
+    }
+    return saved;
+  }
+
+  /** The run's timeline, oldest first, after the event {@code startingAfter} (null: from the start). */
+  public List<Event> events(Principal caller, String runId, String startingAfter, int limit) {
+    get(caller, runId);
+    return jdbi.withExtension(EventDao.class,
+        dao -> dao.ofRun(runId, afterSeq(dao, caller, startingAfter), limit));
+  }
+
+  /** The workspace's events, oldest first, after {@code startingAfter}; only the key's projects. */
+  public List<Event> workspaceEvents(Principal caller, String startingAfter, int limit) {
+    return jdbi.withExtension(EventDao.class,
+        dao -> dao.ofWorkspace(caller.workspaceId(), afterSeq(dao, caller, startingAfter), caller.projects(), limit));
+  }
+
+  private static long afterSeq(EventDao dao, Principal caller, String eventId) {
+    if (eventId == null) {
+      return 0;
+    }
+    return dao.find(caller.workspaceId(), eventId).map(Event::seq).orElseThrow(() ->
+        ApiException.validation("starting_after", "starting_after names no event of this workspace"));
+  }
+
+  private static ApiException runNotFound(String runId) {
+    return ApiException.notFound("run_not_found", "no run '" + runId + "' in this workspace");
+  }
+
+  private static void checkProject(Principal caller, Run run) {
+    if (!caller.mayUseProject(run.project())) {
+      throw new ApiException(403, "project_forbidden", "this API key may not use project '" + run.project() + "'");
+    }
   }
 
   private static String requestHash(StartRequest request) {
@@ -108,11 +198,8 @@ public final class RunService {
 
   public Run get(Principal caller, String runId) {
     Run run = jdbi.withExtension(RunDao.class, dao -> dao.find(caller.workspaceId(), runId))
-        .orElseThrow(() -> ApiException.notFound("run_not_found", "no run '" + runId + "' in this workspace"));
-    if (!caller.mayUseProject(run.project())) {
-      throw new ApiException(403, "project_forbidden",
-          "this API key may not use project '" + run.project() + "'");
-    }
+        .orElseThrow(() -> runNotFound(runId));
+    checkProject(caller, run);
     return run;
   }
 

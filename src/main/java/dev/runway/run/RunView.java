@@ -18,12 +18,14 @@ public record RunView(
     Instant updatedAt,
     Instant finishedAt,
     JsonNode approval,
-    JsonNode error) {
+    JsonNode error,
+    JsonNode steps) {
 
   public static RunView of(Run run) {
     return new RunView(run.id(), run.workflowId(), run.status(), run.requiresApproval(), run.createdAt(),
         run.project(), Json.tree(run.inputs()), run.updatedAt(), run.finishedAt(),
         run.approval() == null ? null : Json.tree(run.approval()),
-        run.error() == null ? null : Json.tree(run.error()));
+        run.error() == null ? null : Json.tree(run.error()),
+        Json.tree(run.steps()));
   }
 }

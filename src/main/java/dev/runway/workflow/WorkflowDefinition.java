@@ -4,20 +4,27 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.runway.core.Json;
 import dev.runway.http.JsonFields;
+import java.util.List;
 import java.util.Set;
 
-/** What a caller (or a file under config/workflows) gives for a workflow, checked field by field. */
-public record WorkflowDefinition(String name, String description, boolean requiresApproval, JsonNode steps) {
+/**
+ * What a caller (or a file under config/workflows) gives for a workflow, checked field by field.
+ * {@code steps} keeps the caller's JSON as given; {@code parsedSteps} is what the engine runs.
+ */
+public record WorkflowDefinition(String name, String description, boolean requiresApproval, JsonNode steps,
+    List<Step> parsedSteps) {
   private static final Set<String> FIELDS = Set.of("name", "description", "requires_approval", "steps");
 
   /** Reads a definition; a missing name defaults to the workflow id. Refuses bad fields with ApiException. */
   public static WorkflowDefinition parse(String workflowId, ObjectNode body) {
     JsonFields fields = JsonFields.of(body, FIELDS);
+    JsonNode steps = fields.optionalArray("steps");
     return new WorkflowDefinition(
         fields.optionalString("name", workflowId, 200),
         fields.optionalString("description", "", 2000),
         fields.optionalBoolean("requires_approval", false),
-        fields.optionalArray("steps"));
+        steps,
+        Step.parseAll(steps));
   }
 
   String stepsJson() {

@@ -40,7 +40,7 @@ class ReadRunsTest {
       assertTrue(read.header("Request-Id").startsWith("req_"));
       assertEquals(started.json(), read.json(), "every field, inputs included, as start returned it");
       assertEquals(List.of("id", "workflow", "status", "requires_approval", "created_at", "project", "inputs",
-          "updated_at", "finished_at", "approval", "error"), fieldNames(read.json()));
+          "updated_at", "finished_at", "approval", "error", "steps"), fieldNames(read.json()));
       assertEquals(Api.json("{\"n\":1,\"price\":1.50,\"tags\":[\"a\",null],\"deep\":{\"x\":\"é\"}}"),
           read.json().get("inputs"), "inputs as sent");
       assertEquals(api.workspace, api.storedRun(id).orElseThrow().get("workspace_id"));

@@ -24,7 +24,7 @@ class WorkflowsTest {
   void put_creates_with_201_then_same_put_is_200_and_changed_put_replaces(Api api) {
     api.test(http -> {
       String body = "{\"name\":\"Deploy\",\"description\":\"Ships it\",\"requires_approval\":true,"
-          + "\"steps\":[{\"run\":\"make\"}]}";
+          + "\"steps\":[{\"type\":\"delay\",\"seconds\":5}]}";
       Http.Reply created = http.put("/v1/workflows/deploy", body);
 
       assertEquals(201, created.status(), created::toString);
@@ -37,7 +37,7 @@ class WorkflowsTest {
       assertEquals("Deploy", w.get("name").asText());
       assertEquals("Ships it", w.get("description").asText());
       assertTrue(w.get("requires_approval").asBoolean());
-      assertEquals(Api.json("[{\"run\":\"make\"}]"), w.get("steps"));
+      assertEquals(Api.json("[{\"type\":\"delay\",\"seconds\":5}]"), w.get("steps"));
       assertTrue(w.get("created_at").asText().matches(TIME), w::toString);
       assertEquals(w.get("created_at"), w.get("updated_at"));
       assertTrue(w.get("archived_at").isNull());
@@ -46,7 +46,7 @@ class WorkflowsTest {
       assertEquals("Deploy", row.get("name"));
       assertEquals("Ships it", row.get("description"));
       assertEquals(Boolean.TRUE, row.get("requires_approval"));
-      assertEquals(Api.json("[{\"run\":\"make\"}]"), Api.json((String) row.get("steps")));
+      assertEquals(Api.json("[{\"type\":\"delay\",\"seconds\":5}]"), Api.json((String) row.get("steps")));
       assertEquals(null, row.get("archived_at"));
 
       Http.Reply same = http.put("/v1/workflows/deploy", body);
@@ -55,14 +55,14 @@ class WorkflowsTest {
 
       Thread.sleep(5);
       Http.Reply changed = http.put("/v1/workflows/deploy",
-          "{\"name\":\"Deploy v2\",\"requires_approval\":false,\"steps\":[{\"run\":\"make\"},{\"run\":\"ship\"}]}");
+          "{\"name\":\"Deploy v2\",\"requires_approval\":false,\"steps\":[{\"type\":\"delay\",\"seconds\":5},{\"type\":\"approval\",\"timeout_s\":60}]}");
       assertEquals(200, changed.status(), changed::toString);
       JsonNode c = changed.json();
       assertEquals("deploy", c.get("id").asText());
       assertEquals("Deploy v2", c.get("name").asText());
       assertEquals("", c.get("description").asText(), "a replace: a field left out takes its default");
       assertFalse(c.get("requires_approval").asBoolean());
-      assertEquals(Api.json("[{\"run\":\"make\"},{\"run\":\"ship\"}]"), c.get("steps"));
+      assertEquals(Api.json("[{\"type\":\"delay\",\"seconds\":5},{\"type\":\"approval\",\"timeout_s\":60}]"), c.get("steps"));
       assertEquals(w.get("created_at"), c.get("created_at"), "created_at unchanged");
       assertTrue(Instant.parse(c.get("updated_at").asText()).isAfter(Instant.parse(w.get("updated_at").asText())));
       assertTrue(c.get("archived_at").isNull());
@@ -101,11 +101,10 @@ class WorkflowsTest {
   }
 
   @BothDatabases
-  void steps_round_trip_exactly(Api api) {
-    String steps = "[{\"name\":\"build\",\"run\":\"mvn -B package\",\"env\":{\"JAVA\":\"17\",\"empty\":{}},"
-        + "\"retries\":3,\"timeout\":1.5,\"big\":12345678901234567890,\"on\":[true,false,null],\"tags\":[]},"
-        + "{\"unicode\":\"héllo ✓ \\u0000 \\\"quoted\\\"\",\"nested\":[[1,[2,[3]]]]},"
-        + "\"a bare string\",42,null,[]]";
+  void steps_round_trip_exactly_as_given_without_defaults_filled_in(Api api) {
+    String steps = "[{\"url\":\"https://tools.example.com/h\u00e9llo?q=\u2713\",\"type\":\"http\","
+        + "\"headers\":{\"X-Team\":\"ops \\\"blue\\\"\"},\"max_attempts\":5},"
+        + "{\"type\":\"approval\"},{\"seconds\":0,\"type\":\"delay\"}]";
     api.test(http -> {
       JsonNode sent = Api.json(steps);
       Http.Reply put = http.put("/v1/workflows/rich", "{\"steps\":" + steps + "}");
@@ -197,7 +196,7 @@ class WorkflowsTest {
   @BothDatabases
   void get_returns_the_workflow_and_unknown_is_404(Api api) {
     api.test(http -> {
-      JsonNode put = http.put("/v1/workflows/deploy", "{\"name\":\"Deploy\",\"steps\":[1]}").json();
+      JsonNode put = http.put("/v1/workflows/deploy", "{\"name\":\"Deploy\",\"steps\":[{\"type\":\"delay\",\"seconds\":5}]}").json();
       Http.Reply reply = http.get("/v1/workflows/deploy");
       assertEquals(200, reply.status(), reply::toString);
       assertEquals(put, reply.json());
@@ -352,7 +351,7 @@ class WorkflowsTest {
   @BothDatabases
   void put_of_an_archived_workflow_restores_it(Api api) {
     api.test(http -> {
-      String body = "{\"name\":\"Old\",\"steps\":[{\"x\":1}]}";
+      String body = "{\"name\":\"Old\",\"steps\":[{\"type\":\"approval\",\"timeout_s\":60}]}";
       JsonNode created = http.put("/v1/workflows/old", body).json();
       assertEquals(200, http.delete("/v1/workflows/old").status());
 

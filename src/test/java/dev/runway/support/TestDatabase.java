@@ -4,6 +4,8 @@ import dev.runway.Services;
 import dev.runway.config.ServerSettings;
 import dev.runway.config.Settings;
 import dev.runway.db.Database;
+import dev.runway.engine.Engine;
+import dev.runway.engine.EngineSettings;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.sql.Connection;
@@ -28,6 +30,7 @@ public enum TestDatabase {
   public static final boolean PG_REQUIRED = Boolean.parseBoolean(env("RUNWAY_TEST_PG_REQUIRED", "false"));
 
   private volatile Opened opened;
+  private volatile Engine engine;
 
   /** The open database with its settings and services. */
   public record Opened(Settings settings, ServerSettings serverSettings, Services services) {}
@@ -41,9 +44,32 @@ public enum TestDatabase {
       Settings settings = settingsForFreshDatabase();
       ServerSettings server = ServerSettings.from(settings);
       Database database = Database.open(server);
-      opened = new Opened(settings, server, Services.over(database, server));
+      opened = new Opened(settings, server, Services.over(database, server, this::wakeEngine));
     }
     return opened;
+  }
+
+  /**
+   * Starts an engine on this database for one test (close it at the end). API tests run without
+   * one, so the runs they start stay as started; engine tests call this. Tool servers of the tests
+   * listen on loopback, so private networks are allowed; retries are quick.
+   */
+  public Engine startEngine() {
+    Opened db = open();
+    Settings settings = db.settings()
+        .with("engine.http.allow_private_networks", "true")
+        .with("engine.retry_base_ms", "20")
+        .with("engine.poll_interval_ms", "50");
+    Engine started = Engine.start(db.services().database().jdbi(), EngineSettings.from(settings), this == H2);
+    engine = started;
+    return started;
+  }
+
+  private void wakeEngine() {
+    Engine current = engine;
+    if (current != null) {
+      current.wake();
+    }
   }
 
   /** Settings naming a new, empty database of this kind (H2 file or PostgreSQL schema). */
@@ -52,7 +78,8 @@ public enum TestDatabase {
         .with("http.port", "0")
         .with("http.request_log", "false")
         .with("workflows.dir", "")
-        .with("bootstrap.admin_key", "false");
+        .with("bootstrap.admin_key", "false")
+        .with("engine.enabled", "false");
     if (this == H2) {
       try {
         Path dir = Files.createTempDirectory("runway-h2-");

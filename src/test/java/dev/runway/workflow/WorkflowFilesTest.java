@@ -25,7 +25,7 @@ class WorkflowFilesTest {
   void loads_each_json_file_as_the_workflow_named_by_the_file(Api api) throws Exception {
     Path dir = Files.createTempDirectory("runway-workflows-");
     write(dir, "deploy.json", "{\"name\":\"Deploy\",\"description\":\"Ships it\",\"requires_approval\":true,"
-        + "\"steps\":[{\"run\":\"make\",\"env\":{\"A\":\"1\"}}]}");
+        + "\"steps\":[{\"type\":\"http\",\"url\":\"https://tools.example.com/make\",\"headers\":{\"X-A\":\"1\"}}]}");
     write(dir, "bare.json", "{}");
     write(dir, "README.md", "not a workflow");
     write(dir, "notes.json.bak", "{not json");
@@ -39,7 +39,7 @@ class WorkflowFilesTest {
       assertEquals("Deploy", deploy.json().get("name").asText());
       assertEquals("Ships it", deploy.json().get("description").asText());
       assertTrue(deploy.json().get("requires_approval").asBoolean());
-      assertEquals(Api.json("[{\"run\":\"make\",\"env\":{\"A\":\"1\"}}]"), deploy.json().get("steps"));
+      assertEquals(Api.json("[{\"type\":\"http\",\"url\":\"https://tools.example.com/make\",\"headers\":{\"X-A\":\"1\"}}]"), deploy.json().get("steps"));
       assertTrue(deploy.json().get("archived_at").isNull());
 
       JsonNode bare = http.get("/v1/workflows/bare").json();
@@ -78,11 +78,11 @@ class WorkflowFilesTest {
     files.load(dir, api.workspace);
     assertEquals(first, api.services().workflows().get(api.workspace, "deploy"), "an unchanged file changes nothing");
 
-    write(dir, "deploy.json", "{\"requires_approval\":true,\"steps\":[\"x\"]}");
+    write(dir, "deploy.json", "{\"requires_approval\":true,\"steps\":[{\"type\":\"delay\",\"seconds\":5}]}");
     files.load(dir, api.workspace);
     Workflow second = api.services().workflows().get(api.workspace, "deploy");
     assertTrue(second.requiresApproval());
-    assertEquals("[\"x\"]", second.steps());
+    assertEquals("[{\"type\":\"delay\",\"seconds\":5}]", second.steps());
     assertEquals(first.createdAt(), second.createdAt());
   }
 

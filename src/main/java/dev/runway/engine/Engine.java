@@ -1,0 +1,144 @@
+package dev.runway.engine;
+
+import dev.runway.core.Ids;
+import dev.runway.run.RunDao;
+import java.time.Instant;
+import java.util.List;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Semaphore;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.jdbi.v3.core.Jdbi;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Runs workflow steps. Its state lives in the database: a dispatcher claims due runs with a lease
+ * (a conditional UPDATE, so several instances on one database never take the same run), and
+ * workers advance them. A crashed instance's leases run out and other instances take over.
+ */
+public final class Engine implements AutoCloseable {
+  private static final Logger LOG = LoggerFactory.getLogger(Engine.class);
+
+  private final Jdbi jdbi;
+  private final EngineSettings settings;
+  private final String owner = Ids.newId("eng");
+  private final StepRunner runner;
+  private final ExecutorService workers;
+  private final Thread dispatcher;
+  private final Semaphore wakeUp = new Semaphore(0);
+  private final AtomicInteger busy = new AtomicInteger();
+  private volatile boolean running = true;
+
+  private Engine(Jdbi jdbi, EngineSettings settings) {
+    this.jdbi = jdbi;
+    this.settings = settings;
+    this.runner = new StepRunner(jdbi, settings,
+        new HttpStepCaller(settings.allowPrivateNetworks(), settings.maxResponseBytes()), owner);
+    AtomicInteger n = new AtomicInteger();
+    this.workers = Executors.newFixedThreadPool(settings.workers(), r -> {
+      Thread t = new Thread(r, "runway-engine-" + n.incrementAndGet());
+      t.setDaemon(true);
+      return t;
+    });
+    this.dispatcher = new Thread(this::dispatch, "runway-engine-dispatcher");
+    this.dispatcher.setDaemon(true);
+  }
+
+  /**
+   * Starts the engine. {@code singleProcess} (H2) means no other instance shares the database, so
+   * leases left by a crash of this one are dropped at once instead of waiting for them to run out.
+   */
+  public static Engine start(Jdbi jdbi, EngineSettings settings, boolean singleProcess) {
+    Engine engine = new Engine(jdbi, settings);
+    if (singleProcess) {
+      int released = jdbi.withExtension(RunDao.class, RunDao::releaseAllLeases);
+      if (released > 0) {
+        LOG.info("took back {} runs claimed before the last stop", released);
+      }
+    }
+    engine.dispatcher.start();
+    LOG.info("engine {} started with {} workers", engine.owner, settings.workers());
+    return engine;
+  }
+
+  /** Tells the engine a run is due now, so it looks before the next poll. */
+  public void wake() {
+    wakeUp.release();
+  }
+
+  private void dispatch() {
+    while (running) {
+      try {
+        int free = settings.workers() - busy.get();
+        int claimed = free > 0 ? claimAndSubmit(free) : 0;
+        if (claimed == 0 || claimed < free) {
+          wakeUp.tryAcquire(settings.pollInterval().toMillis(), TimeUnit.MILLISECONDS);
+          wakeUp.drainPermits();
+        }
+      } catch (InterruptedException e) {
+        return;
+      } catch (RuntimeException e) {
+        LOG.warn("engine could not claim runs: {}", e.getMessage());
+        sleepQuietly();
+      }
+    }
+  }
+
+  private int claimAndSubmit(int free) {
+    Instant now = Instant.now();
+    List<String> due = jdbi.withExtension(RunDao.class, dao -> dao.dueRuns(now, free * 4));
+    int claimed = 0;
+    for (String runId : due) {
+      if (claimed == free || !running) {
+        break;
+      }
+      Instant until = now.plus(settings.lease());
+      boolean mine = jdbi.withExtension(RunDao.class, dao -> dao.claim(runId, owner, until, now)) == 1;
+      if (mine) {
+        claimed++;
+        busy.incrementAndGet();
+        workers.submit(() -> work(runId));
+      }
+    }
+    return claimed;
+  }
+
+  private void work(String runId) {
+    try {
+      runner.advance(runId);
+    } catch (RuntimeException e) {
+      // The lease runs out and the run is tried again then.
+      LOG.warn("engine failed on run {}: {}", runId, e.toString());
+    } finally {
+      busy.decrementAndGet();
+      wakeUp.release();
+    }
+  }
+
+  private void sleepQuietly() {
+    try {
+      Thread.sleep(settings.pollInterval().toMillis());
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+  }
+
+  /** Stops claiming, lets running steps finish for a while, then stops. Unfinished claims run out. */
+  @Override
+  public void close() {
+    running = false;
+    wakeUp.release();
+    workers.shutdown();
+    try {
+      dispatcher.join(5_000);
+      if (!workers.awaitTermination(10, TimeUnit.SECONDS)) {
+        workers.shutdownNow();
+      }
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      workers.shutdownNow();
+    }
+  }
+}

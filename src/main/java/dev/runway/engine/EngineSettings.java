@@ -1,0 +1,28 @@
+package dev.runway.engine;
+
+import dev.runway.config.Settings;
+import java.time.Duration;
+
+/** The engine's settings (engine.* in config/runway.properties). */
+public record EngineSettings(
+    boolean enabled,
+    int workers,
+    Duration pollInterval,
+    Duration lease,
+    Duration retryBase,
+    long approvalTimeoutSeconds,
+    boolean allowPrivateNetworks,
+    int maxResponseBytes) {
+
+  public static EngineSettings from(Settings s) {
+    return new EngineSettings(
+        s.bool("engine.enabled"),
+        s.integer("engine.workers", 1, 1000),
+        Duration.ofMillis(s.integer("engine.poll_interval_ms", 10, 60_000)),
+        Duration.ofSeconds(s.integer("engine.lease_seconds", 1, 3600)),
+        Duration.ofMillis(s.integer("engine.retry_base_ms", 1, 600_000)),
+        s.integer("engine.approval_timeout_s", 1, 31_536_000),
+        s.bool("engine.http.allow_private_networks"),
+        s.integer("engine.http.max_response_bytes", 1024, 16 * 1024 * 1024));
+  }
+}

@@ -1,0 +1,24 @@
+package dev.runway.engine;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import dev.runway.core.Json;
+import java.time.Instant;
+
+/** An event as the API shows it. */
+public record EventView(
+    String id,
+    String type,
+    String runId,
+    String workflow,
+    String project,
+    Integer step,
+    Integer attempt,
+    String actor,
+    JsonNode data,
+    Instant createdAt) {
+
+  public static EventView of(Event e) {
+    return new EventView(e.id(), e.type(), e.runId(), e.workflowId(), e.project(), e.stepIndex(), e.attempt(),
+        e.actor(), Json.tree(e.data()), e.createdAt());
+  }
+}

@@ -1,0 +1,308 @@
+package dev.runway.engine;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.runway.core.Ids;
+import dev.runway.core.Json;
+import dev.runway.http.ApiException;
+import dev.runway.run.Run;
+import dev.runway.run.RunStatus;
+import dev.runway.workflow.Step;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * One run's progress and the moves it may make (see the README's state diagram). Each move
+ * changes the state in memory and records its event; {@link #toRun} and {@link #events} are then
+ * saved together, only if nobody else changed the run in between (its version).
+ */
+public final class RunStateMachine {
+  public static final String ENGINE = "engine";
+
+  private final Run base;
+  private final List<Step> definition;
+  private final ArrayNode steps;
+  private final Instant now;
+  private final List<Event> events = new ArrayList<>();
+  private RunStatus status;
+  private int currentStep;
+  private ObjectNode approval;
+  private ObjectNode error;
+  private Instant dueAt;
+  private Instant finishedAt;
+
+  public RunStateMachine(Run run, Instant now) {
+    this.base = run;
+    this.definition = Step.parseAll(Json.tree(run.definition()).path("steps"));
+    this.steps = (ArrayNode) Json.tree(run.steps());
+    this.now = now;
+    this.status = RunStatus.parse(run.status()).orElseThrow();
+    this.currentStep = run.currentStep();
+    this.approval = run.approval() == null ? null : (ObjectNode) Json.tree(run.approval());
+    this.error = run.error() == null ? null : (ObjectNode) Json.tree(run.error());
+    this.dueAt = run.dueAt();
+    this.finishedAt = run.finishedAt();
+  }
+
+  /** The progress JSON of a new run: every step pending. */
+  public static ArrayNode initialSteps(List<Step> definition) {
+    ArrayNode steps = Json.MAPPER.createArrayNode();
+    for (int i = 0; i < definition.size(); i++) {
+      steps.addObject().put("index", i).put("type", definition.get(i).type()).put("status", "pending")
+          .putNull("started_at").putNull("finished_at").putNull("output").putArray("attempts");
+    }
+    return steps;
+  }
+
+  public RunStatus status() {
+    return status;
+  }
+
+  public int currentStep() {
+    return currentStep;
+  }
+
+  public List<Step> definition() {
+    return definition;
+  }
+
+  public ObjectNode step(int index) {
+    return (ObjectNode) steps.get(index);
+  }
+
+  public ObjectNode approval() {
+    return approval;
+  }
+
+  public Instant now() {
+    return now;
+  }
+
+  public Instant dueAt() {
+    return dueAt;
+  }
+
+  public List<Event> events() {
+    return events;
+  }
+
+  public Run base() {
+    return base;
+  }
+
+  /** The run to save: the new state with the next version, held by {@code leaseOwner} until {@code leaseUntil}. */
+  public Run toRun(String leaseOwner, Instant leaseUntil) {
+    return new Run(base.id(), base.workspaceId(), base.workflowId(), base.project(), status.wireName(),
+        base.requiresApproval(), base.inputs(), base.createdAt(), now, finishedAt,
+        approval == null ? null : Json.string(approval), error == null ? null : Json.string(error),
+        base.definition(), Json.string(steps), currentStep, dueAt, leaseOwner, leaseUntil, base.version() + 1);
+  }
+
+  // ---- moves made by callers (approve, reject, cancel) ----
+
+  public void approve(String actor, String comment) {
+    requireStatus("approve", RunStatus.AWAITING_APPROVAL);
+    decide("approved", actor, comment);
+    if (currentStep >= 0) {
+      finishStep(currentStep, "succeeded", null);
+    }
+    currentStep++;
+    status = RunStatus.RUNNING;
+    dueAt = now;
+    record("run.approved", actor, null, null, Map.of("comment", comment == null ? "" : comment));
+  }
+
+  public void reject(String actor, String comment) {
+    requireStatus("reject", RunStatus.AWAITING_APPROVAL);
+    decide("rejected", actor, comment);
+    if (currentStep >= 0) {
+      finishStep(currentStep, "failed", null);
+    }
+    finish(RunStatus.REJECTED, actor, Map.of("comment", comment == null ? "" : comment));
+  }
+
+  public void cancel(String actor) {
+    if (status != RunStatus.RUNNING && status != RunStatus.AWAITING_APPROVAL) {
+      throw conflict("cancel");
+    }
+    if (approval != null && "pending".equals(approval.path("status").asText())) {
+      approval.put("status", "canceled");
+    }
+    if (currentStep >= 0 && currentStep < steps.size() && !isDone(step(currentStep))) {
+      finishStep(currentStep, "canceled", null);
+    }
+    finish(RunStatus.CANCELED, actor, Map.of());
+  }
+
+  // ---- moves made by the engine ----
+
+  /** Pauses at an approval (the workflow's gate when currentStep is -1, else an approval step). */
+  public void awaitApproval(long timeoutSeconds) {
+    Instant expires = now.plusSeconds(timeoutSeconds);
+    approval = Json.MAPPER.createObjectNode().put("status", "pending");
+    approval.put("requested_at", Json.TIME.format(now)).put("expires_at", Json.TIME.format(expires))
+        .putNull("decided_at").putNull("decided_by").putNull("comment");
+    if (currentStep >= 0) {
+      step(currentStep).put("status", "waiting").put("started_at", Json.TIME.format(now));
+      approval.put("step", currentStep);
+    }
+    status = RunStatus.AWAITING_APPROVAL;
+    dueAt = expires;
+    record("run.awaiting_approval", ENGINE, currentStep >= 0 ? currentStep : null, null,
+        Map.of("expires_at", Json.TIME.format(expires)));
+  }
+
+  /** The approval's time ran out: the run fails with approval_expired. */
+  public void expireApproval() {
+    approval.put("status", "expired").put("decided_at", Json.TIME.format(now));
+    if (currentStep >= 0) {
+      finishStep(currentStep, "failed", null);
+    }
+    fail("approval_expired", "no decision on the approval before " + approval.path("expires_at").asText(), null);
+  }
+
+  /** Starts the timer of a delay step. */
+  public void startDelay(long seconds) {
+    Instant wake = now.plusSeconds(seconds);
+    step(currentStep).put("status", "waiting").put("started_at", Json.TIME.format(now))
+        .put("wake_at", Json.TIME.format(wake));
+    dueAt = wake;
+    record("step.waiting", ENGINE, currentStep, null, Map.of("wake_at", Json.TIME.format(wake)));
+  }
+
+  /** Marks an http step as being called (attempt n) before the call goes out. */
+  public void startAttempt(int attempt) {
+    ObjectNode step = step(currentStep);
+    if (step.path("started_at").isNull()) {
+      step.put("started_at", Json.TIME.format(now));
+    }
+    step.put("status", "running");
+    record("step.attempt_started", ENGINE, currentStep, attempt, Map.of());
+  }
+
+  /** Records how an attempt ended. */
+  public void recordAttempt(int attempt, Instant started, String outcome, Integer httpStatus, String message) {
+    ObjectNode a = ((ArrayNode) step(currentStep).get("attempts")).addObject();
+    a.put("attempt", attempt).put("started_at", Json.TIME.format(started)).put("finished_at", Json.TIME.format(now))
+        .put("outcome", outcome);
+    if (httpStatus == null) {
+      a.putNull("http_status");
+    } else {
+      a.put("http_status", httpStatus);
+    }
+    a.put("message", message);
+    Map<String, Object> data = new java.util.LinkedHashMap<>();
+    data.put("outcome", outcome);
+    data.put("http_status", httpStatus);
+    data.put("message", message);
+    record("step.attempt_finished", ENGINE, currentStep, attempt, data);
+  }
+
+  /** The current step is done; the next one is due now. */
+  public void completeStep(JsonNode output) {
+    finishStep(currentStep, "succeeded", output);
+    record("step.succeeded", ENGINE, currentStep, null, Map.of());
+    currentStep++;
+    dueAt = now;
+  }
+
+  /** An attempt failed and will be retried at {@code retryAt}. */
+  public void retryAt(Instant retryAt) {
+    step(currentStep).put("status", "retrying");
+    dueAt = retryAt;
+  }
+
+  /** The current step failed for good; so does the run. */
+  public void failStep(Integer httpStatus, String message) {
+    finishStep(currentStep, "failed", null);
+    record("step.failed", ENGINE, currentStep, null, Map.of("message", message));
+    ObjectNode details = Json.MAPPER.createObjectNode().put("step", currentStep);
+    if (httpStatus == null) {
+      details.putNull("http_status");
+    } else {
+      details.put("http_status", httpStatus);
+    }
+    fail("step_failed", message, details);
+  }
+
+  public void succeed() {
+    finish(RunStatus.SUCCEEDED, ENGINE, Map.of());
+  }
+
+  /** Nothing to do now: look again at {@code when}. */
+  public void dueAgainAt(Instant when) {
+    dueAt = when;
+  }
+
+  // ---- helpers ----
+
+  private void fail(String code, String message, ObjectNode details) {
+    error = Json.MAPPER.createObjectNode().put("code", code).put("message", message);
+    if (details != null) {
+      error.setAll(details);
+    }
+    finish(RunStatus.FAILED, ENGINE, Map.of("error", code));
+  }
+
+  private void finish(RunStatus terminal, String actor, Map<String, Object> data) {
+    status = terminal;
+    finishedAt = now;
+    dueAt = null;
+    record("run." + terminal.wireName(), actor, null, null, data);
+  }
+
+  private void decide(String decision, String actor, String comment) {
+    approval.put("status", decision).put("decided_at", Json.TIME.format(now)).put("decided_by", actor);
+    if (comment == null) {
+      approval.putNull("comment");
+    } else {
+      approval.put("comment", comment);
+    }
+  }
+
+  private void finishStep(int index, String stepStatus, JsonNode output) {
+    ObjectNode step = step(index);
+    step.put("status", stepStatus).put("finished_at", Json.TIME.format(now));
+    if (step.path("started_at").isNull()) {
+      step.put("started_at", Json.TIME.format(now));
+    }
+    if (output != null) {
+      step.set("output", output);
+    }
+  }
+
+  private static boolean isDone(ObjectNode step) {
+    String s = step.path("status").asText();
+    return s.equals("succeeded") || s.equals("failed") || s.equals("canceled");
+  }
+
+  private void requireStatus(String action, RunStatus required) {
+    if (status != required) {
+      throw conflict(action);
+    }
+  }
+
+  private ApiException conflict(String action) {
+    return new ApiException(409, "run_state_conflict",
+        "cannot " + action + " a run that is " + status.wireName(), null,
+        Map.of(), Map.of("current_status", status.wireName()));
+  }
+
+  /** Records the first event of a new run. */
+  public static Event started(Run run, String actor) {
+    return event(run, "run.started", actor, null, null, Map.of("status", run.status()), run.createdAt());
+  }
+
+  private void record(String type, String actor, Integer step, Integer attempt, Map<String, ?> data) {
+    events.add(event(base, type, actor, step, attempt, data, now));
+  }
+
+  private static Event event(Run run, String type, String actor, Integer step, Integer attempt, Map<String, ?> data,
+      Instant at) {
+    return new Event(null, Ids.newId("evt", at.toEpochMilli()), run.workspaceId(), run.id(), run.workflowId(),
+        run.project(), type, actor, step, attempt, Json.string(data), at);
+  }
+}
