@@ -1,0 +1,146 @@
+package dev.runway.it;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.sun.net.httpserver.HttpServer;
+import dev.runway.config.Settings;
+import dev.runway.core.Json;
+import dev.runway.support.BothDatabases;
+import dev.runway.support.TestDatabase;
+import java.io.IOException;
+import java.net.InetSocketAddress;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.Executors;
+
+/**
+ * The engine's state is in the database: the packaged jar is killed with SIGKILL in the middle of
+ * a run (during a durable delay, and during an http call), restarted, and the run finishes.
+ */
+class EngineRestartIT {
+  private final HttpClient client = HttpClient.newHttpClient();
+
+  @BothDatabases
+  void run_goes_on_after_kill_9_during_a_delay_and_during_a_call(TestDatabase db) throws Exception {
+    List<String> calls = new CopyOnWriteArrayList<>();
+    HttpServer tool = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 0);
+    tool.setExecutor(Executors.newFixedThreadPool(4));
+    tool.createContext("/", exchange -> {
+      String path = exchange.getRequestURI().getPath();
+      calls.add(path + " " + exchange.getRequestHeaders().getFirst("Idempotency-Key"));
+      if (path.equals("/slow") && calls.stream().filter(c -> c.startsWith("/slow")).count() == 1) {
+        sleep(30_000); // the first call hangs until the server that made it is killed
+      }
+      byte[] body = "{\"ok\":true}".getBytes(StandardCharsets.UTF_8);
+      exchange.getResponseHeaders().add("Content-Type", "application/json");
+      exchange.sendResponseHeaders(200, body.length);
+      exchange.getResponseBody().write(body);
+      exchange.close();
+    });
+    tool.start();
+    String toolBase = "http://127.0.0.1:" + tool.getAddress().getPort();
+
+    Settings fresh = db.settingsForFreshDatabase();
+    Path workDir = Files.createTempDirectory("runway-engine-restart-");
+    RunwayProcess server = new RunwayProcess(Map.of(
+        "RUNWAY_DB_URL", fresh.asMap().get("db.url"),
+        "RUNWAY_DB_USER", fresh.asMap().get("db.user"),
+        "RUNWAY_DB_PASSWORD", fresh.asMap().get("db.password"),
+        "RUNWAY_WORKFLOWS_DIR", "",
+        "RUNWAY_ENGINE_HTTP_ALLOW_PRIVATE_NETWORKS", "true",
+        "RUNWAY_ENGINE_LEASE_SECONDS", "1",
+        "RUNWAY_ENGINE_POLL_INTERVAL_MS", "100"), workDir);
+    String key = server.command("keys", "create", "--workspace", "ops", "--name", "restart").trim();
+    try {
+      server.start();
+      put(server, key, "timer", "[{\"type\":\"delay\",\"seconds\":3},{\"type\":\"http\",\"url\":\"" + toolBase + "/after-delay\"}]");
+      put(server, key, "hang", "[{\"type\":\"http\",\"url\":\"" + toolBase + "/slow\",\"timeout_ms\":2000,\"max_attempts\":3}]");
+      String timerRun = start(server, key, "timer");
+      String hangRun = start(server, key, "hang");
+      awaitStep(server, key, timerRun, 0, "waiting");
+      awaitStep(server, key, hangRun, 0, "running");
+
+      server.kill9();
+      server.start();
+
+      JsonNode timer = awaitTerminal(server, key, timerRun);
+      assertEquals("succeeded", timer.get("status").asText(), timer::toString);
+      assertTrue(calls.contains("/after-delay " + timerRun + ":1"), calls::toString);
+      JsonNode hang = awaitTerminal(server, key, hangRun);
+      assertEquals("succeeded", hang.get("status").asText(), hang::toString);
+      long slowCalls = calls.stream().filter(c -> c.equals("/slow " + hangRun + ":0")).count();
+      assertTrue(slowCalls >= 2, "the call cut off by the kill was made again with the same key: " + calls);
+    } finally {
+      server.stop();
+      tool.stop(0);
+    }
+  }
+
+  private void put(RunwayProcess server, String key, String id, String steps) throws Exception {
+    HttpResponse<String> r = send(server, key, "PUT", "/v1/workflows/" + id, "{\"steps\":" + steps + "}");
+    assertEquals(201, r.statusCode(), r.body());
+  }
+
+  private String start(RunwayProcess server, String key, String workflow) throws Exception {
+    HttpResponse<String> r = send(server, key, "POST", "/v1/workflows/" + workflow + "/runs", "{\"project\":\"p\"}");
+    assertEquals(200, r.statusCode(), r.body());
+    return Json.tree(r.body()).get("id").asText();
+  }
+
+  private JsonNode get(RunwayProcess server, String key, String runId) throws Exception {
+    return Json.tree(client.send(HttpRequest.newBuilder(URI.create(server.base() + "/v1/runs/" + runId))
+        .header("Authorization", "Bearer " + key).build(), HttpResponse.BodyHandlers.ofString()).body());
+  }
+
+  private void awaitStep(RunwayProcess server, String key, String runId, int step, String status) throws Exception {
+    long deadline = System.nanoTime() + Duration.ofSeconds(20).toNanos();
+    JsonNode run = null;
+    while (System.nanoTime() < deadline) {
+      run = get(server, key, runId);
+      if (run.get("steps").get(step).get("status").asText().equals(status)) {
+        return;
+      }
+      Thread.sleep(50);
+    }
+    throw new AssertionError("step " + step + " never became " + status + ": " + run);
+  }
+
+  private JsonNode awaitTerminal(RunwayProcess server, String key, String runId) throws Exception {
+    long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
+    JsonNode run = null;
+    while (System.nanoTime() < deadline) {
+      run = get(server, key, runId);
+      if (!run.get("status").asText().equals("running")) {
+        return run;
+      }
+      Thread.sleep(100);
+    }
+    throw new AssertionError("run never finished: " + run + "\n" + server.log());
+  }
+
+  private HttpResponse<String> send(RunwayProcess server, String key, String method, String path, String body)
+      throws IOException, InterruptedException {
+    return client.send(HttpRequest.newBuilder(URI.create(server.base() + path))
+        .header("Authorization", "Bearer " + key).header("Content-Type", "application/json")
+        .method(method, HttpRequest.BodyPublishers.ofString(body)).build(), HttpResponse.BodyHandlers.ofString());
+  }
+
+  private static void sleep(long millis) {
+    try {
+      Thread.sleep(millis);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+  }
+}
