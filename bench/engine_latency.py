@@ -1,0 +1,104 @@
+#!/usr/bin/env python3
+"""Time from start to `succeeded` of a one-http-step run against a local tool.
+
+Starts target/runway.jar on a fresh H2 database (or RUNWAY_DB_URL), a tool server on loopback,
+then starts N runs one after another and reads each run's created_at and finished_at (the
+server's own clock, millisecond precision). Prints the median, p90 and max.
+
+usage: python3 bench/engine_latency.py [N=100]     (after ./run.sh or mvn package built the jar)
+"""
+import http.server, json, os, socket, statistics, subprocess, sys, tempfile, threading, time, urllib.request
+from datetime import datetime
+
+N = int(sys.argv[1]) if len(sys.argv) > 1 else 100
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+JAR = os.path.join(ROOT, "target", "runway.jar")
+
+
+class Tool(http.server.BaseHTTPRequestHandler):
+    def do_POST(self):
+        self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        body = b'{"ok":true}'
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def call(method, url, key, body=None):
+    req = urllib.request.Request(url, method=method, data=None if body is None else json.dumps(body).encode(),
+                                 headers={"Authorization": "Bearer " + key, "Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=10) as r:
+        return json.loads(r.read())
+
+
+def ts(text):
+    return datetime.strptime(text, "%Y-%m-%dT%H:%M:%S.%fZ").timestamp()
+
+
+def main():
+    if not os.path.exists(JAR):
+        sys.exit("no %s: run ./run.sh --help or mvn -B -DskipTests package first" % JAR)
+    tool = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Tool)
+    threading.Thread(target=tool.serve_forever, daemon=True).start()
+    work = tempfile.mkdtemp(prefix="runway-bench-")
+    port = free_port()
+    env = dict(os.environ, RUNWAY_HTTP_PORT=str(port), RUNWAY_WORKFLOWS_DIR="", RUNWAY_HTTP_REQUEST_LOG="false",
+               RUNWAY_ENGINE_HTTP_ALLOW_PRIVATE_NETWORKS="true", RUNWAY_BOOTSTRAP_ADMIN_KEY="false")
+    env.setdefault("RUNWAY_DB_URL", "jdbc:h2:file:%s/runway" % work)
+    key = subprocess.run(["java", "-jar", JAR, "keys", "create", "--workspace", "bench"], env=env, cwd=work,
+                         check=True, capture_output=True, text=True).stdout.strip()
+    server = subprocess.Popen(["java", "-jar", JAR], env=env, cwd=work, stdout=subprocess.DEVNULL,
+                              stderr=open(os.path.join(work, "server.err"), "w"))
+    base = "http://127.0.0.1:%d" % port
+    try:
+        for _ in range(200):
+            try:
+                urllib.request.urlopen(base + "/readyz", timeout=1)
+                break
+            except Exception:
+                time.sleep(0.1)
+        call("PUT", base + "/v1/workflows/one-call", key,
+             {"steps": [{"type": "http", "url": "http://127.0.0.1:%d/tool" % tool.server_address[1]}]})
+        for _ in range(20):  # warm-up
+            run_once(base, key)
+        server_ms, client_ms = [], []
+        for _ in range(N):
+            s, c = run_once(base, key)
+            server_ms.append(s)
+            client_ms.append(c)
+        q = statistics.quantiles
+        print("one-http-step run, start -> succeeded, %d runs on %s:" % (N, env["RUNWAY_DB_URL"].split(":")[1]))
+        print("  server clock (finished_at - created_at): median %.1f ms, p90 %.1f ms, max %.1f ms"
+              % (statistics.median(server_ms), q(server_ms, n=10)[-1], max(server_ms)))
+        print("  client view (POST until GET shows succeeded, polled every 2 ms): median %.1f ms" % statistics.median(client_ms))
+    finally:
+        server.terminate()
+        server.wait(20)
+        tool.shutdown()
+
+
+def run_once(base, key):
+    t0 = time.perf_counter()
+    run = call("POST", base + "/v1/workflows/one-call/runs", key, {"project": "bench"})
+    while run["status"] == "running":
+        time.sleep(0.002)
+        run = call("GET", base + "/v1/runs/" + run["id"], key)
+    client = (time.perf_counter() - t0) * 1000
+    if run["status"] != "succeeded":
+        sys.exit("run ended %s: %s" % (run["status"], run))
+    return (ts(run["finished_at"]) - ts(run["created_at"])) * 1000, client
+
+
+if __name__ == "__main__":
+    main()
