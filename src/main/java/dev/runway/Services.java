@@ -13,7 +13,7 @@ public record Services(Database database, ApiKeyService keys, WorkflowService wo
   public static Services over(Database database, ServerSettings settings, Runnable runDue) {
     return new Services(
         database,
-        new ApiKeyService(database.jdbi()),
+        new ApiKeyService(database.jdbi(), settings.keyCache()),
         new WorkflowService(database.jdbi()),
         new RunService(database.jdbi(), settings.idempotencyTtl(), runDue));
   }

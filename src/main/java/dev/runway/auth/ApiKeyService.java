@@ -12,15 +12,28 @@ import java.util.EnumSet;
 import java.util.List;
 import java.util.Optional;
 import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.stream.Collectors;
 import org.jdbi.v3.core.Jdbi;
 
 /** Creates, lists, revokes and checks API keys. */
 public final class ApiKeyService {
-  private final Jdbi jdbi;
+  private static final int MAX_CACHED_KEYS = 10_000;
 
-  public ApiKeyService(Jdbi jdbi) {
+  private final Jdbi jdbi;
+  private final long cacheNanos;
+  /** Keys by hash, kept for {@code cacheNanos} so most requests need no database read to authenticate. */
+  private final ConcurrentHashMap<String, Cached> cache = new ConcurrentHashMap<>();
+
+  private record Cached(ApiKey key, Principal principal, long expiresAtNanos) {}
+
+  /**
+   * {@code cacheFor} is how long a key read from the database is trusted: a key revoked by
+   * another process (the keys command) is refused at the latest that long after. Zero: no cache.
+   */
+  public ApiKeyService(Jdbi jdbi, Duration cacheFor) {
     this.jdbi = jdbi;
+    this.cacheNanos = cacheFor.toNanos();
   }
 
   /** A new key: the only time the plain key exists. */
@@ -81,7 +94,9 @@ public final class ApiKeyService {
 
   /** True if the key was active and is now revoked. */
   public boolean revoke(String keyId) {
-    return jdbi.withExtension(ApiKeyDao.class, dao -> dao.revoke(keyId, Time.now())) == 1;
+    boolean revoked = jdbi.withExtension(ApiKeyDao.class, dao -> dao.revoke(keyId, Time.now())) == 1;
+    cache.values().removeIf(c -> c.key().id().equals(keyId));
+    return revoked;
   }
 
   public Verdict authenticate(String presented) {
@@ -89,11 +104,11 @@ public final class ApiKeyService {
       return new Verdict(null, Refusal.MALFORMED);
     }
     String hash = KeyHasher.hash(presented);
-    Optional<ApiKey> found = jdbi.withExtension(ApiKeyDao.class, dao -> dao.findByHash(hash));
-    if (found.isEmpty() || !KeyHasher.sameHash(found.get().keyHash(), hash)) {
+    Cached cached = lookUp(hash);
+    if (cached == null || !KeyHasher.sameHash(cached.key().keyHash(), hash)) {
       return new Verdict(null, Refusal.UNKNOWN);
     }
-    ApiKey key = found.get();
+    ApiKey key = cached.key();
     Instant now = Instant.now();
     if (key.revokedAt() != null) {
       return new Verdict(null, Refusal.REVOKED);
@@ -101,7 +116,29 @@ public final class ApiKeyService {
     if (key.expiresAt() != null && !now.isBefore(key.expiresAt())) {
       return new Verdict(null, Refusal.EXPIRED);
     }
-    return new Verdict(toPrincipal(key), null);
+    return new Verdict(cached.principal(), null);
+  }
+
+  /** The key with this hash, from the cache while fresh, else from the database. Unknown keys are not cached. */
+  private Cached lookUp(String hash) {
+    long now = System.nanoTime();
+    Cached cached = cache.get(hash);
+    if (cached != null && now - cached.expiresAtNanos() < 0) {
+      return cached;
+    }
+    Optional<ApiKey> found = jdbi.withExtension(ApiKeyDao.class, dao -> dao.findByHash(hash));
+    if (found.isEmpty()) {
+      cache.remove(hash);
+      return null;
+    }
+    Cached fresh = new Cached(found.get(), toPrincipal(found.get()), now + cacheNanos);
+    if (cacheNanos > 0) {
+      if (cache.size() >= MAX_CACHED_KEYS) {
+        cache.clear();
+      }
+      cache.put(hash, fresh);
+    }
+    return fresh;
   }
 
   static Principal toPrincipal(ApiKey key) {

@@ -18,6 +18,7 @@ public record ServerSettings(
     int dbConnectionTimeoutMs,
     Path workflowsDir,
     boolean bootstrapAdminKey,
+    Duration keyCache,
     Duration idempotencyTtl,
     EngineSettings engine) {
 
@@ -44,6 +45,7 @@ public record ServerSettings(
         s.integer("db.connection_timeout_ms", 250, 600_000),
         dir.isEmpty() ? null : Path.of(dir),
         s.bool("bootstrap.admin_key"),
+        Duration.ofSeconds(s.integer("auth.key_cache_seconds", 0, 3600)),
         Duration.ofHours(s.integer("idempotency.ttl_hours", 1, 24 * 365)),
         EngineSettings.from(s));
   }

@@ -1,0 +1,150 @@
+package dev.runway.db;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.ArrayBlockingQueue;
+import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Function;
+import org.jdbi.v3.core.Handle;
+import org.jdbi.v3.core.Jdbi;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Group commit: the writes that arrive together run in one transaction and one commit (one disk
+ * flush), and each caller is answered only after that commit. A write that fails makes its batch
+ * roll back; the others are then committed one by one, so one bad write never fails its neighbours.
+ */
+public final class GroupCommitter implements AutoCloseable {
+  private static final Logger LOG = LoggerFactory.getLogger(GroupCommitter.class);
+  private static final int MAX_BATCH = 256;
+
+  private final Jdbi jdbi;
+  private final BlockingQueue<Write<?>> queue;
+  private final List<Thread> writers = new ArrayList<>();
+  private volatile boolean closing;
+
+  /** One caller's write; its result is held until the transaction it ran in has committed. */
+  private static final class Write<T> {
+    private final Function<Handle, T> work;
+    private final CompletableFuture<T> done = new CompletableFuture<>();
+    private T result;
+
+    Write(Function<Handle, T> work) {
+      this.work = work;
+    }
+
+    void run(Handle h) {
+      result = work.apply(h);
+    }
+
+    void committed() {
+      done.complete(result);
+    }
+
+    void failed(RuntimeException e) {
+      done.completeExceptionally(e);
+    }
+  }
+
+  /** {@code writers} threads commit in parallel (1 for H2, whose commits are serial anyway). */
+  public GroupCommitter(Jdbi jdbi, int writers, int queueCapacity) {
+    this.jdbi = jdbi;
+    this.queue = new ArrayBlockingQueue<>(queueCapacity);
+    for (int i = 0; i < writers; i++) {
+      Thread t = new Thread(this::writeLoop, "runway-commit-" + (i + 1));
+      t.setDaemon(true);
+      t.start();
+      this.writers.add(t);
+    }
+  }
+
+  /**
+   * Runs {@code work} in a transaction shared with other callers' writes and returns its result
+   * once committed. Throws what the work threw, {@link OverloadedException} when too many writes
+   * wait already, or the database's error.
+   */
+  public <T> T commit(Function<Handle, T> work) {
+    Write<T> write = new Write<>(work);
+    if (closing || !queue.offer(write)) {
+      throw new OverloadedException(closing ? "the server is stopping" : "too many writes are waiting");
+    }
+    try {
+      return write.done.get();
+    } catch (ExecutionException e) {
+      if (e.getCause() instanceof RuntimeException runtime) {
+        throw runtime;
+      }
+      throw new IllegalStateException(e.getCause());
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new OverloadedException("interrupted while waiting for the commit");
+    }
+  }
+
+  private void writeLoop() {
+    List<Write<?>> batch = new ArrayList<>(MAX_BATCH);
+    while (true) {
+      Write<?> first;
+      try {
+        first = queue.poll(50, TimeUnit.MILLISECONDS);
+      } catch (InterruptedException e) {
+        return;
+      }
+      if (first == null) {
+        if (closing) {
+          return;
+        }
+        continue;
+      }
+      batch.add(first);
+      queue.drainTo(batch, MAX_BATCH - 1);
+      commitBatch(batch);
+      batch.clear();
+    }
+  }
+
+  private void commitBatch(List<Write<?>> batch) {
+    try {
+      jdbi.useTransaction(h -> {
+        for (Write<?> w : batch) {
+          w.run(h);
+        }
+      });
+      batch.forEach(Write::committed);
+      return;
+    } catch (RuntimeException e) {
+      if (batch.size() == 1 || SqlErrors.isUnavailable(e)) {
+        batch.forEach(w -> w.failed(e));
+        return;
+      }
+    }
+    // Some write failed and took the batch with it: commit each on its own.
+    for (Write<?> w : batch) {
+      try {
+        jdbi.useTransaction(w::run);
+        w.committed();
+      } catch (RuntimeException e) {
+        w.failed(e);
+      }
+    }
+  }
+
+  /** Stops taking writes, commits those already waiting, then returns. */
+  @Override
+  public void close() {
+    closing = true;
+    for (Thread t : writers) {
+      try {
+        t.join(30_000);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        return;
+      }
+    }
+    LOG.info("group commit stopped; nothing is left waiting");
+  }
+}
