@@ -5,6 +5,7 @@ import dev.runway.config.ServerSettings;
 import dev.runway.http.AuthHandler;
 import dev.runway.http.ErrorMapper;
 import dev.runway.http.JettyErrors;
+import dev.runway.http.RateLimits;
 import dev.runway.http.RequestBodies;
 import dev.runway.http.RequestIds;
 import dev.runway.http.RequestLog;
@@ -24,7 +25,8 @@ public final class RunwayApp {
     RequestBodies bodies = new RequestBodies(settings.maxBodyBytes());
     RunRoutes runs = new RunRoutes(services.runs(), bodies);
     WorkflowRoutes workflows = new WorkflowRoutes(services.workflows(), bodies);
-    AuthHandler auth = new AuthHandler(services.keys());
+    RateLimits limits = settings.rateLimits();
+    AuthHandler auth = new AuthHandler(services.keys(), limits);
 
     return Javalin.create(config -> {
       config.startup.showJavalinBanner = false;
@@ -43,6 +45,7 @@ public final class RunwayApp {
       }
       RoutesConfig routes = config.routes;
       routes.before(RequestIds::assign);
+      routes.before(limits::checkAddress);
       routes.beforeMatched(auth::handle);
       ErrorMapper.register(routes);
 

@@ -1,6 +1,8 @@
 package dev.runway.config;
 
 import dev.runway.engine.EngineSettings;
+import dev.runway.http.RateLimiter;
+import dev.runway.http.RateLimits;
 import java.nio.file.Path;
 import java.time.Duration;
 
@@ -19,6 +21,10 @@ public record ServerSettings(
     Path workflowsDir,
     boolean bootstrapAdminKey,
     Duration keyCache,
+    int perKeyPerSecond,
+    int perKeyBurst,
+    int authFailuresPerMinute,
+    int authFailuresBurst,
     Duration idempotencyTtl,
     EngineSettings engine) {
 
@@ -46,8 +52,19 @@ public record ServerSettings(
         dir.isEmpty() ? null : Path.of(dir),
         s.bool("bootstrap.admin_key"),
         Duration.ofSeconds(s.integer("auth.key_cache_seconds", 0, 3600)),
+        s.integer("ratelimit.per_key_per_second", 0, 1_000_000),
+        s.integer("ratelimit.per_key_burst", 1, 10_000_000),
+        s.integer("ratelimit.auth_failures_per_minute", 0, 1_000_000),
+        s.integer("ratelimit.auth_failures_burst", 1, 1_000_000),
         Duration.ofHours(s.integer("idempotency.ttl_hours", 1, 24 * 365)),
         EngineSettings.from(s));
+  }
+
+  /** The limits these settings ask for (a rate of 0 turns a limit off). */
+  public RateLimits rateLimits() {
+    return new RateLimits(
+        perKeyPerSecond == 0 ? null : new RateLimiter(perKeyPerSecond, perKeyBurst),
+        authFailuresPerMinute == 0 ? null : new RateLimiter(authFailuresPerMinute / 60.0, authFailuresBurst));
   }
 
   public boolean isH2() {

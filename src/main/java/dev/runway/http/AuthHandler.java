@@ -11,17 +11,28 @@ import java.util.Map;
 public final class AuthHandler {
   private static final String ATTRIBUTE = "runway.principal";
   private final ApiKeyService keys;
+  private final RateLimits limits;
 
-  public AuthHandler(ApiKeyService keys) {
+  public AuthHandler(ApiKeyService keys, RateLimits limits) {
     this.keys = keys;
+    this.limits = limits;
   }
 
   public void handle(Context ctx) {
     if (ctx.routeRoles().isEmpty()) {
       return; // an open route: /healthz, /readyz
     }
-    Principal principal = authenticate(ctx.header("Authorization"));
+    Principal principal;
+    try {
+      principal = authenticate(ctx.header("Authorization"));
+    } catch (ApiException e) {
+      if ("invalid_api_key".equals(e.code())) {
+        limits.authenticationFailed(ctx);
+      }
+      throw e;
+    }
     ctx.attribute(ATTRIBUTE, principal);
+    limits.takeForKey(ctx, principal.keyId());
     for (RouteRole role : ctx.routeRoles()) {
       Scope needed = (Scope) role;
       if (!principal.scopes().contains(needed)) {

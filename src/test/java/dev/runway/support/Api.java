@@ -81,6 +81,12 @@ public final class Api {
         (server, client) -> body.accept(new Http(client, key)));
   }
 
+  /** Like {@link #test}, with some settings of the app changed (e.g. low rate limits). */
+  public void testWith(java.util.function.UnaryOperator<dev.runway.config.Settings> change, HttpTest body) {
+    dev.runway.config.ServerSettings changed = dev.runway.config.ServerSettings.from(change.apply(opened.settings()));
+    JavalinTest.test(RunwayApp.create(services(), changed), (server, client) -> body.accept(new Http(client, key)));
+  }
+
   /** A test body that talks HTTP. */
   @FunctionalInterface
   public interface HttpTest {
