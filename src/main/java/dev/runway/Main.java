@@ -9,6 +9,7 @@ import java.util.Arrays;
 import java.util.List;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+import sun.misc.Signal;
 
 /** The composition root: reads settings, then serves or runs a `keys` command. */
 public final class Main {
@@ -51,7 +52,10 @@ public final class Main {
       System.exit(1);
       return;
     }
-    Runtime.getRuntime().addShutdownHook(new Thread(runway::close, "runway-shutdown"));
+    // SIGTERM (and Ctrl-C) stop the server cleanly and exit 0; the JVM's default would exit 143.
+    for (String signal : new String[] {"TERM", "INT"}) {
+      Signal.handle(new Signal(signal), s -> stop(runway, log, "SIG" + signal));
+    }
     ServerSettings s = ServerSettings.from(settings);
     String base = "http://" + (s.httpHost().equals("0.0.0.0") ? "127.0.0.1" : s.httpHost()) + ":" + runway.port();
     log.info("Runway listening on {} (database {})", base, s.dbUrl().split("[?;]", 2)[0]);
@@ -73,6 +77,13 @@ public final class Main {
         More keys: ./run.sh keys create --workspace default --scopes runs:write,runs:read --name ci
         ==============================================================================
         """.formatted(key, base, key)));
+  }
+
+  private static void stop(Runway runway, Logger log, String why) {
+    log.info("{}: stopping (finishing requests in flight, committing what is waiting)", why);
+    runway.close();
+    log.info("stopped cleanly");
+    System.exit(0);
   }
 
   private static int keys(List<String> args) {

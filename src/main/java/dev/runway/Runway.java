@@ -7,7 +7,9 @@ import dev.runway.config.Settings;
 import dev.runway.db.Database;
 import dev.runway.engine.Engine;
 import dev.runway.workflow.WorkflowFiles;
+import dev.runway.http.InFlightLimit;
 import io.javalin.Javalin;
+import java.time.Duration;
 import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.Executors;
@@ -32,14 +34,18 @@ public final class Runway implements AutoCloseable {
 
   private final Services services;
   private final Javalin app;
+  private final InFlightLimit inFlight;
+  private final Duration shutdownGrace;
   private final Engine engine;
   private final ScheduledExecutorService housekeeping;
   private final String firstAdminKey;
 
-  private Runway(Services services, Javalin app, Engine engine, ScheduledExecutorService housekeeping,
-      String firstAdminKey) {
+  private Runway(Services services, Javalin app, InFlightLimit inFlight, Duration shutdownGrace, Engine engine,
+      ScheduledExecutorService housekeeping, String firstAdminKey) {
     this.services = services;
     this.app = app;
+    this.inFlight = inFlight;
+    this.shutdownGrace = shutdownGrace;
     this.engine = engine;
     this.housekeeping = housekeeping;
     this.firstAdminKey = firstAdminKey;
@@ -76,14 +82,15 @@ public final class Runway implements AutoCloseable {
       if (!loaded.isEmpty()) {
         LOG.info("loaded workflows {} from {} into workspace {}", loaded, settings.workflowsDir(), DEFAULT_WORKSPACE);
       }
-      Javalin app = RunwayApp.create(services, settings).start();
+      InFlightLimit inFlight = new InFlightLimit(settings.maxInFlight());
+      Javalin app = RunwayApp.create(services, settings, inFlight).start();
       ScheduledExecutorService housekeeping = Executors.newSingleThreadScheduledExecutor(r -> {
         Thread t = new Thread(r, "runway-housekeeping");
         t.setDaemon(true);
         return t;
       });
       housekeeping.scheduleWithFixedDelay(() -> sweep(services), 1, 10, TimeUnit.MINUTES);
-      return new Runway(services, app, engine, housekeeping, adminKey);
+      return new Runway(services, app, inFlight, settings.shutdownGrace(), engine, housekeeping, adminKey);
     } catch (RuntimeException e) {
       if (engine != null) {
         engine.close();
@@ -119,10 +126,17 @@ public final class Runway implements AutoCloseable {
     return Optional.ofNullable(firstAdminKey);
   }
 
-  /** Stops taking requests, lets those in flight and running steps finish, and closes the pool Runway opened. */
+  /**
+   * Stops cleanly: new requests get 503 while those in flight finish (up to http.shutdown_grace_ms),
+   * the HTTP server stops, running steps finish, waiting group commits are committed, and the pool
+   * Runway opened is closed. Nothing acknowledged is lost.
+   */
   @Override
   public void close() {
     housekeeping.shutdownNow();
+    if (!inFlight.drain(shutdownGrace)) {
+      LOG.warn("stopping with requests still in flight after {} ms", shutdownGrace.toMillis());
+    }
     app.stop();
     if (engine != null) {
       engine.close();

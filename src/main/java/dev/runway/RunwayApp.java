@@ -4,6 +4,7 @@ import dev.runway.auth.Scope;
 import dev.runway.config.ServerSettings;
 import dev.runway.http.AuthHandler;
 import dev.runway.http.ErrorMapper;
+import dev.runway.http.InFlightLimit;
 import dev.runway.http.JettyErrors;
 import dev.runway.http.RateLimits;
 import dev.runway.http.RequestBodies;
@@ -22,6 +23,11 @@ public final class RunwayApp {
   private RunwayApp() {}
 
   public static Javalin create(Services services, ServerSettings settings) {
+    return create(services, settings, new InFlightLimit(settings.maxInFlight()));
+  }
+
+  /** The app, admitting requests through {@code inFlight} (which the caller drains at shutdown). */
+  public static Javalin create(Services services, ServerSettings settings, InFlightLimit inFlight) {
     RequestBodies bodies = new RequestBodies(settings.maxBodyBytes());
     RunRoutes runs = new RunRoutes(services.runs(), bodies);
     WorkflowRoutes workflows = new WorkflowRoutes(services.workflows(), bodies);
@@ -46,12 +52,17 @@ public final class RunwayApp {
       RoutesConfig routes = config.routes;
       routes.before(RequestIds::assign);
       routes.before(limits::checkAddress);
+      routes.before(inFlight::enter);
+      routes.after(inFlight::leave);
       routes.beforeMatched(auth::handle);
       ErrorMapper.register(routes);
 
       routes.get("/healthz", ctx -> Responses.json(ctx, 200, Map.of("status", "ok")));
       routes.get("/readyz", ctx -> {
-        if (services.database().isReachable()) {
+        if (inFlight.draining()) {
+          ctx.header("Retry-After", "5");
+          Responses.json(ctx, 503, Map.of("status", "stopping", "detail", "the server is shutting down"));
+        } else if (services.database().isReachable()) {
           Responses.json(ctx, 200, Map.of("status", "ready"));
         } else {
           ctx.header("Retry-After", "5");

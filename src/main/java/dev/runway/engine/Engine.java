@@ -130,9 +130,10 @@ public final class Engine implements AutoCloseable {
   public void close() {
     running = false;
     wakeUp.release();
-    workers.shutdown();
     try {
+      // The dispatcher first: once it has stopped, no claim can arrive at a closed worker pool.
       dispatcher.join(5_000);
+      workers.shutdown();
       if (!workers.awaitTermination(10, TimeUnit.SECONDS)) {
         workers.shutdownNow();
       }

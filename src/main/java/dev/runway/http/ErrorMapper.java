@@ -1,5 +1,6 @@
 package dev.runway.http;
 
+import dev.runway.db.OverloadedException;
 import dev.runway.db.SqlErrors;
 import io.javalin.config.RoutesConfig;
 import io.javalin.http.Context;
@@ -25,6 +26,10 @@ public final class ErrorMapper {
         Responses.problem(ctx, 404, "not_found", "no such route: " + ctx.method() + " " + ctx.path(), null));
     routes.exception(MethodNotAllowedResponse.class, ErrorMapper::methodNotAllowed);
     routes.exception(HttpResponseException.class, ErrorMapper::javalin);
+    routes.exception(OverloadedException.class, (e, ctx) -> {
+      ctx.header("Retry-After", "1");
+      Responses.problem(ctx, 503, "unavailable", "the server is busy (" + e.getMessage() + "); retry shortly", null);
+    });
     routes.exception(Exception.class, ErrorMapper::unexpected);
   }
 
