@@ -66,7 +66,7 @@ public final class Runway implements AutoCloseable {
     Engine engine = null;
     try {
       if (settings.engine().enabled()) {
-        engine = Engine.start(database.jdbi(), settings.engine(), database.isSingleProcess());
+        engine = Engine.start(database.jdbi(), database.committer(), settings.engine(), database.isSingleProcess());
       }
       Engine wakeable = engine;
       Services services = Services.over(database, settings, () -> {

@@ -11,10 +11,11 @@ public record Services(Database database, ApiKeyService keys, WorkflowService wo
 
   /** {@code runDue} is called when a run became due now, to wake the engine. */
   public static Services over(Database database, ServerSettings settings, Runnable runDue) {
+    WorkflowService workflows = new WorkflowService(database.jdbi());
     return new Services(
         database,
         new ApiKeyService(database.jdbi(), settings.keyCache()),
-        new WorkflowService(database.jdbi()),
-        new RunService(database.jdbi(), settings.idempotencyTtl(), runDue));
+        workflows,
+        new RunService(database.jdbi(), database.committer(), workflows, settings.idempotencyTtl(), runDue));
   }
 }

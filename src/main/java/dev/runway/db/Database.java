@@ -6,13 +6,16 @@ import dev.runway.config.ServerSettings;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.sql.Statement;
+import java.time.Duration;
 import javax.sql.DataSource;
 import org.flywaydb.core.Flyway;
 import org.jdbi.v3.core.Jdbi;
 import org.jdbi.v3.sqlobject.SqlObjectPlugin;
+import org.slf4j.LoggerFactory;
 
 /** The connection pool, the schema migrations and the Jdbi handle factory over one database. */
 public final class Database implements AutoCloseable {
+  private static final Duration STARTUP_PATIENCE = Duration.ofSeconds(30);
   /** How long requests fail at once after a failed connection, before one tries again. */
   private static final long FAIL_FAST_MILLIS = 1000;
 
@@ -27,8 +30,8 @@ public final class Database implements AutoCloseable {
     this.ownedPool = ownedPool;
     this.jdbi = Jdbi.create(this.dataSource).installPlugin(new SqlObjectPlugin());
     this.h2 = h2;
-    // H2 commits one at a time anyway; PostgreSQL gains from a few commits in parallel.
-    this.committer = new GroupCommitter(jdbi, h2 ? 1 : 4, 10_000);
+    // H2 commits one at a time anyway; PostgreSQL gains from two commits in flight at once.
+    this.committer = new GroupCommitter(jdbi, h2 ? 1 : 2, 10_000);
   }
 
   /** Opens a pool from the settings, makes H2 durable and applies the migrations. */
@@ -40,6 +43,7 @@ public final class Database implements AutoCloseable {
     config.setPassword(settings.dbPassword());
     config.setMaximumPoolSize(settings.dbPoolSize());
     config.setConnectionTimeout(settings.dbConnectionTimeoutMs());
+    config.setExceptionOverrideClassName(EvictBrokenConnections.class.getName());
     // Start even when the database is briefly away; requests answer 503 until it is back.
     config.setInitializationFailTimeout(-1);
     HikariDataSource pool = new HikariDataSource(config);
@@ -73,7 +77,7 @@ public final class Database implements AutoCloseable {
    * database is H2.
    */
   private static boolean makeDurable(DataSource dataSource) {
-    try (Connection c = dataSource.getConnection()) {
+    try (Connection c = firstConnection(dataSource)) {
       boolean h2 = c.getMetaData().getURL().startsWith("jdbc:h2:");
       if (h2) {
         try (Statement s = c.createStatement()) {
@@ -83,6 +87,25 @@ public final class Database implements AutoCloseable {
       return h2;
     } catch (SQLException e) {
       throw new DatabaseUnavailableException("cannot open the database: " + e.getMessage(), e);
+    }
+  }
+
+  /**
+   * The first connection, waited for up to {@link #STARTUP_PATIENCE}: after a crash H2 needs a few
+   * seconds to see that the old process's lock file is stale, and a database may start slower
+   * than Runway. Requests later wait only db.connection_timeout_ms.
+   */
+  private static Connection firstConnection(DataSource dataSource) throws SQLException {
+    long deadline = System.nanoTime() + STARTUP_PATIENCE.toNanos();
+    while (true) {
+      try {
+        return dataSource.getConnection();
+      } catch (SQLException e) {
+        if (!SqlErrors.isUnavailable(e) || System.nanoTime() > deadline) {
+          throw e;
+        }
+        LoggerFactory.getLogger(Database.class).info("waiting for the database: {}", e.getMessage());
+      }
     }
   }
 

@@ -109,7 +109,7 @@ public final class GroupCommitter implements AutoCloseable {
 
   private void commitBatch(List<Write<?>> batch) {
     try {
-      jdbi.useTransaction(h -> {
+      inTransaction(h -> {
         for (Write<?> w : batch) {
           w.run(h);
         }
@@ -125,10 +125,34 @@ public final class GroupCommitter implements AutoCloseable {
     // Some write failed and took the batch with it: commit each on its own.
     for (Write<?> w : batch) {
       try {
-        jdbi.useTransaction(w::run);
+        inTransaction(w::run);
         w.committed();
       } catch (RuntimeException e) {
         w.failed(e);
+      }
+    }
+  }
+
+  /**
+   * Runs the transaction, again (up to 3 times, after a short random pause) when the database
+   * broke it off to resolve a deadlock or a serialization conflict with another writer: another
+   * writer thread, or another Runway instance on the same PostgreSQL.
+   */
+  private void inTransaction(java.util.function.Consumer<Handle> body) {
+    for (int attempt = 1; ; attempt++) {
+      try {
+        jdbi.useTransaction(body::accept);
+        return;
+      } catch (RuntimeException e) {
+        if (attempt == 3 || !SqlErrors.isDeadlock(e)) {
+          throw e;
+        }
+        try {
+          Thread.sleep(java.util.concurrent.ThreadLocalRandom.current().nextLong(1, 5 * attempt));
+        } catch (InterruptedException interrupted) {
+          Thread.currentThread().interrupt();
+          throw e;
+        }
       }
     }
   }

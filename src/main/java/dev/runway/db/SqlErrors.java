@@ -1,6 +1,8 @@
 package dev.runway.db;
 
 import java.sql.SQLException;
+import java.sql.SQLNonTransientConnectionException;
+import java.sql.SQLRecoverableException;
 import java.sql.SQLTransientConnectionException;
 import java.util.function.Supplier;
 import org.jdbi.v3.core.JdbiException;
@@ -19,10 +21,17 @@ public final class SqlErrors {
     return "HYT00".equals(state) || "55P03".equals(state) || "40P01".equals(state) || "40001".equals(state);
   }
 
-  /** No connection could be had: pool time-out, refused connection, database shut down. */
+  /** The database broke the transaction off to resolve a deadlock or serialization conflict: try again. */
+  public static boolean isDeadlock(Throwable e) {
+    String state = sqlState(e);
+    return "40P01".equals(state) || "40001".equals(state);
+  }
+
+  /** No connection could be had, or it broke: pool time-out, refused or dropped connection, database shut down. */
   public static boolean isUnavailable(Throwable e) {
     for (Throwable t = e; t != null; t = t.getCause()) {
-      if (t instanceof SQLTransientConnectionException || t instanceof DatabaseUnavailableException) {
+      if (t instanceof SQLTransientConnectionException || t instanceof SQLNonTransientConnectionException
+          || t instanceof SQLRecoverableException || t instanceof DatabaseUnavailableException) {
         return true;
       }
       if (t instanceof SQLException sql && sql.getSQLState() != null

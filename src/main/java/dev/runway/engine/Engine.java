@@ -1,6 +1,7 @@
 package dev.runway.engine;
 
 import dev.runway.core.Ids;
+import dev.runway.db.GroupCommitter;
 import dev.runway.run.RunDao;
 import java.time.Instant;
 import java.util.List;
@@ -22,6 +23,7 @@ public final class Engine implements AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(Engine.class);
 
   private final Jdbi jdbi;
+  private final GroupCommitter committer;
   private final EngineSettings settings;
   private final String owner = Ids.newId("eng");
   private final StepRunner runner;
@@ -31,10 +33,11 @@ public final class Engine implements AutoCloseable {
   private final AtomicInteger busy = new AtomicInteger();
   private volatile boolean running = true;
 
-  private Engine(Jdbi jdbi, EngineSettings settings) {
+  private Engine(Jdbi jdbi, GroupCommitter committer, EngineSettings settings) {
     this.jdbi = jdbi;
+    this.committer = committer;
     this.settings = settings;
-    this.runner = new StepRunner(jdbi, settings,
+    this.runner = new StepRunner(jdbi, committer, settings,
         new HttpStepCaller(settings.allowPrivateNetworks(), settings.maxResponseBytes()), owner);
     AtomicInteger n = new AtomicInteger();
     this.workers = Executors.newFixedThreadPool(settings.workers(), r -> {
@@ -50,8 +53,8 @@ public final class Engine implements AutoCloseable {
    * Starts the engine. {@code singleProcess} (H2) means no other instance shares the database, so
    * leases left by a crash of this one are dropped at once instead of waiting for them to run out.
    */
-  public static Engine start(Jdbi jdbi, EngineSettings settings, boolean singleProcess) {
-    Engine engine = new Engine(jdbi, settings);
+  public static Engine start(Jdbi jdbi, GroupCommitter committer, EngineSettings settings, boolean singleProcess) {
+    Engine engine = new Engine(jdbi, committer, settings);
     if (singleProcess) {
       int released = jdbi.withExtension(RunDao.class, RunDao::releaseAllLeases);
       if (released > 0) {
@@ -89,20 +92,26 @@ public final class Engine implements AutoCloseable {
   private int claimAndSubmit(int free) {
     Instant now = Instant.now();
     List<String> due = jdbi.withExtension(RunDao.class, dao -> dao.dueRuns(now, free * 4));
-    int claimed = 0;
-    for (String runId : due) {
-      if (claimed == free || !running) {
-        break;
-      }
-      Instant until = now.plus(settings.lease());
-      boolean mine = jdbi.withExtension(RunDao.class, dao -> dao.claim(runId, owner, until, now)) == 1;
-      if (mine) {
-        claimed++;
-        busy.incrementAndGet();
-        workers.submit(() -> work(runId));
-      }
+    if (due.isEmpty()) {
+      return 0;
     }
-    return claimed;
+    Instant until = now.plus(settings.lease());
+    // One commit for all the claims; each is a conditional UPDATE that only one instance can win.
+    List<String> mine = committer.commit(h -> {
+      RunDao dao = h.attach(RunDao.class);
+      List<String> won = new java.util.ArrayList<>();
+      for (String runId : due) {
+        if (won.size() < free && dao.claim(runId, owner, until, now) == 1) {
+          won.add(runId);
+        }
+      }
+      return won;
+    });
+    for (String runId : mine) {
+      busy.incrementAndGet();
+      workers.submit(() -> work(runId));
+    }
+    return mine.size();
   }
 
   private void work(String runId) {

@@ -15,6 +15,11 @@ import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.net.http.HttpTimeoutException;
 import java.time.Duration;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ScheduledFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 
 /** Makes one attempt of an http step: the call to the caller's tool, and what came of it. */
 public final class HttpStepCaller {
@@ -22,6 +27,12 @@ public final class HttpStepCaller {
       .connectTimeout(Duration.ofSeconds(5))
       .followRedirects(HttpClient.Redirect.NEVER) // a redirect could lead to a forbidden address
       .build();
+  /** Closes response bodies still being read at their step's deadline, so a stalled tool cannot hold a worker. */
+  private static final ScheduledExecutorService DEADLINES = Executors.newSingleThreadScheduledExecutor(r -> {
+    Thread t = new Thread(r, "runway-http-deadlines");
+    t.setDaemon(true);
+    return t;
+  });
   private final boolean allowPrivateNetworks;
   private final int maxResponseBytes;
 
@@ -66,12 +77,28 @@ public final class HttpStepCaller {
     } else {
       request.method(step.method(), HttpRequest.BodyPublishers.ofByteArray(Json.bytes(body)));
     }
+    long deadline = System.nanoTime() + step.timeoutMs() * 1_000_000L;
     try {
+      // The request's time-out covers the wait for the headers; the deadline below covers the body.
       HttpResponse<InputStream> response = client.send(request.build(), HttpResponse.BodyHandlers.ofInputStream());
       int status = response.statusCode();
       byte[] bytes;
+      AtomicBoolean timedOut = new AtomicBoolean();
       try (InputStream in = response.body()) {
-        bytes = in.readNBytes(maxResponseBytes + 1);
+        ScheduledFuture<?> watchdog = DEADLINES.schedule(() -> {
+          timedOut.set(true);
+          closeQuietly(in);
+        }, Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
+        try {
+          bytes = in.readNBytes(maxResponseBytes + 1);
+        } catch (IOException e) {
+          if (timedOut.get()) {
+            return Outcome.retry(status, "HTTP " + status + " but the body did not arrive within " + step.timeoutMs() + " ms");
+          }
+          throw e;
+        } finally {
+          watchdog.cancel(false);
+        }
       }
       if (status >= 200 && status < 300) {
         return success(status, bytes);
@@ -89,6 +116,14 @@ public final class HttpStepCaller {
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
       return Outcome.retry(null, "interrupted (the engine is stopping)");
+    }
+  }
+
+  private static void closeQuietly(InputStream in) {
+    try {
+      in.close();
+    } catch (IOException ignored) {
+      // the reader sees the stream closed
     }
   }
 

@@ -155,6 +155,12 @@ public final class RunStateMachine {
         Map.of("expires_at", Json.TIME.format(expires)));
   }
 
+  /** Whether the run waits at an approval whose time has run out, noticed by the engine or not. */
+  public boolean approvalTimedOut() {
+    return status == RunStatus.AWAITING_APPROVAL && approval != null
+        && !now.isBefore(Instant.parse(approval.path("expires_at").asText()));
+  }
+
   /** The approval's time ran out: the run fails with approval_expired. */
   public void expireApproval() {
     approval.put("status", "expired").put("decided_at", Json.TIME.format(now));

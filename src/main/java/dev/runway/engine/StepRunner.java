@@ -4,6 +4,7 @@ import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.runway.core.Json;
 import dev.runway.core.Time;
+import dev.runway.db.GroupCommitter;
 import dev.runway.run.Run;
 import dev.runway.run.RunDao;
 import dev.runway.run.RunStatus;
@@ -26,12 +27,14 @@ final class StepRunner {
   private static final Duration MAX_BACKOFF = Duration.ofMinutes(5);
 
   private final Jdbi jdbi;
+  private final GroupCommitter committer;
   private final EngineSettings settings;
   private final HttpStepCaller caller;
   private final String owner;
 
-  StepRunner(Jdbi jdbi, EngineSettings settings, HttpStepCaller caller, String owner) {
+  StepRunner(Jdbi jdbi, GroupCommitter committer, EngineSettings settings, HttpStepCaller caller, String owner) {
     this.jdbi = jdbi;
+    this.committer = committer;
     this.settings = settings;
     this.caller = caller;
     this.owner = owner;
@@ -158,7 +161,7 @@ final class StepRunner {
   }
 
   private boolean saveRun(Run next, RunStateMachine m) {
-    boolean saved = jdbi.inTransaction(h -> {
+    boolean saved = committer.commit(h -> {
       if (h.attach(RunDao.class).saveProgress(next) != 1) {
         return false;
       }

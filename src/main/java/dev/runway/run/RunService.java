@@ -6,19 +6,23 @@ import dev.runway.core.Ids;
 import dev.runway.core.Json;
 import dev.runway.core.Sha256;
 import dev.runway.core.Time;
+import dev.runway.db.GroupCommitter;
+import dev.runway.db.SqlErrors;
 import dev.runway.engine.Event;
 import dev.runway.engine.EventDao;
 import dev.runway.engine.RunStateMachine;
-import dev.runway.workflow.Step;
-import dev.runway.db.SqlErrors;
 import dev.runway.http.ApiException;
+import dev.runway.workflow.Step;
 import dev.runway.workflow.Workflow;
-import dev.runway.workflow.WorkflowDao;
+import dev.runway.workflow.WorkflowService;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.function.Consumer;
 import org.jdbi.v3.core.Handle;
 import org.jdbi.v3.core.Jdbi;
 import org.jdbi.v3.core.JdbiException;
@@ -26,12 +30,21 @@ import org.jdbi.v3.core.JdbiException;
 /** Starts runs (with Idempotency-Key replay) and reads them back. */
 public final class RunService {
   private final Jdbi jdbi;
+  private final GroupCommitter committer;
+  private final WorkflowService workflows;
   private final Duration idempotencyTtl;
   private final Runnable runDue;
+  private final ConcurrentHashMap<Workflow, Template> templates = new ConcurrentHashMap<>();
 
-  /** {@code runDue} is told when a run became due now (the engine then looks at once). */
-  public RunService(Jdbi jdbi, Duration idempotencyTtl, Runnable runDue) {
+  /**
+   * Writes go through {@code committer} (group commit); {@code runDue} is told when a run became
+   * due now (the engine then looks at once).
+   */
+  public RunService(Jdbi jdbi, GroupCommitter committer, WorkflowService workflows, Duration idempotencyTtl,
+      Runnable runDue) {
     this.jdbi = jdbi;
+    this.committer = committer;
+    this.workflows = workflows;
     this.idempotencyTtl = idempotencyTtl;
     this.runDue = runDue;
   }
@@ -47,14 +60,12 @@ public final class RunService {
       throw new ApiException(403, "project_forbidden",
           "this API key may not use project '" + request.project() + "'", "project");
     }
+    Run run = newRun(caller, request);
+    String body = Json.string(RunView.of(run));
     if (request.idempotencyKey() == null) {
-      Started started = jdbi.inTransaction(h -> {
-        Run run = newRun(h, caller, request);
-        insert(h, run, caller);
-        return new Started(200, Json.string(RunView.of(run)), false);
-      });
+      committer.commit(h -> insert(h, run, caller));
       runDue.run();
-      return started;
+      return new Started(200, body, false);
     }
     String requestHash = requestHash(request);
     Optional<Started> replay = replay(caller, request.idempotencyKey(), requestHash);
@@ -62,20 +73,14 @@ public final class RunService {
       return replay.get();
     }
     try {
-      Started started = jdbi.inTransaction(h -> {
-        Instant now = Time.now();
+      committer.commit(h -> {
         IdempotencyDao keys = h.attach(IdempotencyDao.class);
-        keys.deleteIfExpired(caller.workspaceId(), request.idempotencyKey(), now);
-        Run run = newRun(h, caller, request);
-        String body = Json.string(RunView.of(run));
-        // The key row goes in first: a concurrent twin blocks on it until this commits, then replays.
+        keys.deleteIfExpired(caller.workspaceId(), request.idempotencyKey(), run.createdAt());
+        // The key's row goes in with the run: a concurrent twin fails on it (or waits for it), then replays.
         keys.insert(new IdempotencyRecord(caller.workspaceId(), request.idempotencyKey(), requestHash, 200, body,
-            now, now.plus(idempotencyTtl)));
-        insert(h, run, caller);
-        return new Started(200, body, false);
+            run.createdAt(), run.createdAt().plus(idempotencyTtl)));
+        return insert(h, run, caller);
       });
-      runDue.run();
-      return started;
     } catch (JdbiException e) {
       if (SqlErrors.isUniqueViolation(e) || SqlErrors.isLockTimeout(e)) {
         return replay(caller, request.idempotencyKey(), requestHash).orElseThrow(() -> new ApiException(409,
@@ -84,6 +89,8 @@ public final class RunService {
       }
       throw e;
     }
+    runDue.run();
+    return new Started(200, body, false);
   }
 
   private Optional<Started> replay(Principal caller, String idempotencyKey, String requestHash) {
@@ -103,24 +110,41 @@ public final class RunService {
    * A new run of the workflow, not yet stored; 404 if the workflow is missing or archived. The run
    * keeps the definition as it is now, so later edits of the workflow do not change it.
    */
-  private static Run newRun(Handle h, Principal caller, StartRequest request) {
-    Workflow workflow = h.attach(WorkflowDao.class).find(caller.workspaceId(), request.workflowId())
-        .filter(w -> !w.archived())
+  private Run newRun(Principal caller, StartRequest request) {
+    Workflow workflow = workflows.findActive(caller.workspaceId(), request.workflowId())
         .orElseThrow(() -> ApiException.notFound("workflow_not_found",
             "no workflow '" + request.workflowId() + "' in this workspace"));
-    List<Step> steps = Step.parseAll(Json.tree(workflow.steps()));
-    ObjectNode definition = Json.MAPPER.createObjectNode().put("requires_approval", workflow.requiresApproval());
-    Step.toJson(steps, definition.putArray("steps"));
+    Template template = template(workflow);
     Instant now = Time.now();
     return new Run(Ids.newId("run", now.toEpochMilli()), caller.workspaceId(), workflow.id(),
         request.project(), RunStatus.RUNNING.wireName(), workflow.requiresApproval(), Json.string(request.inputs()),
-        now, now, null, null, null, Json.string(definition), Json.string(RunStateMachine.initialSteps(steps)),
+        now, now, null, null, null, template.definition(), template.steps(),
         workflow.requiresApproval() ? -1 : 0, now, null, null, 0);
   }
 
-  private static void insert(Handle h, Run run, Principal caller) {
+  /** What every run of a workflow version starts with, as stored JSON: worked out once per version. */
+  private record Template(String definition, String steps) {}
+
+  private Template template(Workflow workflow) {
+    Template cached = templates.get(workflow);
+    if (cached != null) {
+      return cached;
+    }
+    List<Step> steps = Step.parseAll(Json.tree(workflow.steps()));
+    ObjectNode definition = Json.MAPPER.createObjectNode().put("requires_approval", workflow.requiresApproval());
+    Step.toJson(steps, definition.putArray("steps"));
+    Template made = new Template(Json.string(definition), Json.string(RunStateMachine.initialSteps(steps)));
+    if (templates.size() > 10_000) {
+      templates.clear();
+    }
+    templates.put(workflow, made);
+    return made;
+  }
+
+  private static Run insert(Handle h, Run run, Principal caller) {
     h.attach(RunDao.class).insert(run);
     h.attach(EventDao.class).insert(List.of(RunStateMachine.started(run, caller.keyId())));
+    return run;
   }
 
   /** Approves a run waiting at an approval; 409 run_state_conflict if it is not waiting. */
@@ -137,14 +161,24 @@ public final class RunService {
     return move(caller, runId, m -> m.cancel(caller.keyId()));
   }
 
-  /** Applies a caller's move to the run under a row lock, with its events, in one transaction. */
-  private Run move(Principal caller, String runId, java.util.function.Consumer<RunStateMachine> move) {
-    Run saved = jdbi.inTransaction(h -> {
+  /**
+   * Applies a caller's move to the run under a row lock, with its events, in one transaction. An
+   * approval past its time-out has failed, whether or not an engine noticed yet: then that expiry
+   * is recorded instead, and the move is refused as for any ended run.
+   */
+  private Run move(Principal caller, String runId, Consumer<RunStateMachine> move) {
+    AtomicBoolean tooLate = new AtomicBoolean();
+    Run saved = committer.commit(h -> {
       RunDao runs = h.attach(RunDao.class);
       Run run = runs.findForUpdate(caller.workspaceId(), runId).orElseThrow(() -> runNotFound(runId));
       checkProject(caller, run);
       RunStateMachine machine = new RunStateMachine(run, Time.now());
-      move.accept(machine);
+      tooLate.set(machine.approvalTimedOut());
+      if (tooLate.get()) {
+        machine.expireApproval();
+      } else {
+        move.accept(machine);
+      }
       // A caller's move ends any engine lease: an engine still holding the old version will not save.
       Run next = machine.toRun(null, null);
       if (runs.saveProgress(next) != 1) {
@@ -153,6 +187,9 @@ public final class RunService {
       h.attach(EventDao.class).insert(machine.events());
       return next;
     });
+    if (tooLate.get()) {
+      move.accept(new RunStateMachine(saved, Time.now())); // an ended run: 409 run_state_conflict
+    }
     if (saved.dueAt() != null) {
       runDue.run();
     }

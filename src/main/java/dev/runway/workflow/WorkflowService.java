@@ -7,14 +7,42 @@ import dev.runway.http.ApiException;
 import java.time.Instant;
 import java.util.List;
 import java.util.Optional;
+import java.util.concurrent.ConcurrentHashMap;
 import org.jdbi.v3.core.Jdbi;
 
 /** Creates, replaces, reads and archives workflow definitions within a workspace. */
 public final class WorkflowService {
+  /** How long a workflow read for starting runs is trusted; edits on this instance apply at once. */
+  private static final long CACHE_NANOS = 1_000_000_000L;
+
   private final Jdbi jdbi;
+  private final ConcurrentHashMap<String, Cached> active = new ConcurrentHashMap<>();
+
+  private record Cached(Optional<Workflow> workflow, long expiresAtNanos) {}
 
   public WorkflowService(Jdbi jdbi) {
     this.jdbi = jdbi;
+  }
+
+  /**
+   * The workflow runs may start from (not archived), read at most a second ago: starting a run
+   * needs no database read. Edits made through this instance apply at once, those made through
+   * another instance within a second.
+   */
+  public Optional<Workflow> findActive(String workspaceId, String id) {
+    String key = workspaceId + "/" + id;
+    long now = System.nanoTime();
+    Cached cached = active.get(key);
+    if (cached != null && now - cached.expiresAtNanos() < 0) {
+      return cached.workflow();
+    }
+    Optional<Workflow> found = jdbi.withExtension(WorkflowDao.class, dao -> dao.find(workspaceId, id))
+        .filter(w -> !w.archived());
+    if (active.size() > 10_000) {
+      active.clear();
+    }
+    active.put(key, new Cached(found, now + CACHE_NANOS));
+    return found;
   }
 
   /** The outcome of a put: the stored workflow and whether it was new. */
@@ -23,7 +51,9 @@ public final class WorkflowService {
   /** Creates or replaces the workflow; putting an archived workflow restores it. */
   public Saved put(String workspaceId, String id, WorkflowDefinition definition) {
     // Two first puts of one id race to insert; the loser retries and finds the winner's row.
-    return SqlErrors.retryOnUniqueViolation(() -> putOnce(workspaceId, id, definition));
+    Saved saved = SqlErrors.retryOnUniqueViolation(() -> putOnce(workspaceId, id, definition));
+    active.remove(workspaceId + "/" + id);
+    return saved;
   }
 
   private Saved putOnce(String workspaceId, String id, WorkflowDefinition definition) {
@@ -65,11 +95,13 @@ public final class WorkflowService {
 
   /** Archives the workflow: new runs are refused, existing runs stay readable. Archiving twice is fine. */
   public Workflow archive(String workspaceId, String id) {
-    return jdbi.inTransaction(h -> {
+    Workflow archived = jdbi.inTransaction(h -> {
       WorkflowDao dao = h.attach(WorkflowDao.class);
       dao.archive(workspaceId, id, Time.now());
       return dao.find(workspaceId, id).orElseThrow(() -> notFound(id));
     });
+    active.remove(workspaceId + "/" + id);
+    return archived;
   }
 
   static ApiException notFound(String id) {

@@ -60,7 +60,8 @@ public enum TestDatabase {
         .with("engine.http.allow_private_networks", "true")
         .with("engine.retry_base_ms", "20")
         .with("engine.poll_interval_ms", "50");
-    Engine started = Engine.start(db.services().database().jdbi(), EngineSettings.from(settings), this == H2);
+    Engine started = Engine.start(db.services().database().jdbi(), db.services().database().committer(),
+        EngineSettings.from(settings), this == H2);
     engine = started;
     return started;
   }

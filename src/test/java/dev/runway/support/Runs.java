@@ -1,0 +1,67 @@
+package dev.runway.support;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.fail;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import java.time.Duration;
+import java.util.Set;
+import java.util.function.Predicate;
+
+/** Waiting for runs to get somewhere: polls GET /v1/runs/{id} until a deadline, never a fixed sleep. */
+public final class Runs {
+  public static final Duration DEADLINE = Duration.ofSeconds(10);
+  private static final Set<String> TERMINAL = Set.of("succeeded", "failed", "canceled", "rejected");
+
+  private Runs() {}
+
+  /** Waits until the run has {@code status}; fails at once if it ends in another status, or at the deadline. */
+  public static JsonNode awaitStatus(Http http, String runId, String status) {
+    return awaitStatus(http, null, runId, status);
+  }
+
+  /** As {@link #awaitStatus(Http, String, String)}, reading the run with {@code key} (null: the test's key). */
+  public static JsonNode awaitStatus(Http http, String key, String runId, String status) {
+    return await(http, key, runId, "status " + status, run -> {
+      String now = run.path("status").asText();
+      if (!now.equals(status) && TERMINAL.contains(now)) {
+        fail("run " + runId + " ended " + now + " while waiting for " + status + ": " + run);
+      }
+      return now.equals(status);
+    });
+  }
+
+  /** Waits until the run record satisfies {@code condition}; returns that record. */
+  public static JsonNode await(Http http, String runId, String what, Predicate<JsonNode> condition) {
+    return await(http, null, runId, what, condition);
+  }
+
+  /** As {@link #await(Http, String, String, Predicate)}, reading the run with {@code key} (null: the test's key). */
+  public static JsonNode await(Http http, String key, String runId, String what, Predicate<JsonNode> condition) {
+    long deadline = System.nanoTime() + DEADLINE.toNanos();
+    JsonNode last = null;
+    while (System.nanoTime() < deadline) {
+      Http.Reply reply = key == null ? http.get("/v1/runs/" + runId) : http.get("/v1/runs/" + runId, key);
+      assertEquals(200, reply.status(), reply::toString);
+      last = reply.json();
+      if (condition.test(last)) {
+        return last;
+      }
+      try {
+        Thread.sleep(20);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        throw new IllegalStateException(e);
+      }
+    }
+    return fail("run " + runId + " did not reach " + what + " within " + DEADLINE.toSeconds() + " s; last: " + last);
+  }
+
+  /** Starts a run with inputs and returns its record (asserting 200). */
+  public static JsonNode start(Http http, String workflow, String project, String inputsJson) {
+    Http.Reply reply = http.post("/v1/workflows/" + workflow + "/runs",
+        "{\"project\":\"" + project + "\",\"inputs\":" + inputsJson + "}");
+    assertEquals(200, reply.status(), reply::toString);
+    return reply.json();
+  }
+}

@@ -1,0 +1,169 @@
+package dev.runway.support;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.NullNode;
+import com.sun.net.httpserver.HttpExchange;
+import com.sun.net.httpserver.HttpServer;
+import dev.runway.core.Json;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.Deque;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.atomic.AtomicInteger;
+
+/**
+ * A tool for http steps to call: the JDK's HTTP server on 127.0.0.1, a free port. It records every
+ * request (method, path, Idempotency-Key, JSON body) and answers from a per-path script. Without a
+ * script a path answers 200 {"path": …, "call": n}. The last scripted reply of a path repeats.
+ *
+ * <pre>
+ * try (ToolServer tool = ToolServer.start()) {
+ *   tool.script("/flaky", Reply.status(500), Reply.status(500), Reply.json(200, "{\"ok\":true}"));
+ *   tool.script("/slow", Reply.json(200, "{}").after(Duration.ofSeconds(2)));
+ * }
+ * </pre>
+ */
+public final class ToolServer implements AutoCloseable {
+
+  /** One request the tool received. {@code body} is NullNode when it was empty or not JSON. */
+  public record Call(String method, String path, String idempotencyKey, JsonNode body, Instant at) {}
+
+  /** One scripted answer: status, JSON body, and how long to wait before answering. */
+  public record Reply(int status, String body, Duration delay) {
+    public static Reply json(int status, String body) {
+      return new Reply(status, body, Duration.ZERO);
+    }
+
+    public static Reply status(int status) {
+      return json(status, "{\"status\":" + status + "}");
+    }
+
+    /** The same answer, sent only after sleeping {@code wait}. */
+    public Reply after(Duration wait) {
+      return new Reply(status, body, wait);
+    }
+  }
+
+  private final HttpServer server;
+  private final ExecutorService threads;
+  private final List<Call> calls = new ArrayList<>();
+  private final Map<String, Deque<Reply>> scripts = new HashMap<>();
+
+  private ToolServer(HttpServer server, ExecutorService threads) {
+    this.server = server;
+    this.threads = threads;
+  }
+
+  public static ToolServer start() {
+    try {
+      HttpServer server = HttpServer.create(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), 50);
+      AtomicInteger n = new AtomicInteger();
+      ExecutorService threads = Executors.newCachedThreadPool(r -> {
+        Thread t = new Thread(r, "tool-server-" + n.incrementAndGet());
+        t.setDaemon(true);
+        return t;
+      });
+      ToolServer tool = new ToolServer(server, threads);
+      server.createContext("/", tool::handle);
+      server.setExecutor(threads);
+      server.start();
+      return tool;
+    } catch (IOException e) {
+      throw new IllegalStateException("cannot start a tool server", e);
+    }
+  }
+
+  /** http://127.0.0.1:port + path. */
+  public String url(String path) {
+    return "http://127.0.0.1:" + server.getAddress().getPort() + path;
+  }
+
+  public int port() {
+    return server.getAddress().getPort();
+  }
+
+  /** Answers the next calls to {@code path} with these replies in order; the last one repeats. */
+  public synchronized void script(String path, Reply... replies) {
+    scripts.put(path, new ArrayDeque<>(List.of(replies)));
+  }
+
+  /** Every call so far, oldest first. */
+  public synchronized List<Call> calls() {
+    return List.copyOf(calls);
+  }
+
+  /** The calls to one path, oldest first. */
+  public synchronized List<Call> calls(String path) {
+    return calls.stream().filter(c -> c.path().equals(path)).toList();
+  }
+
+  private void handle(HttpExchange exchange) throws IOException {
+    try (exchange) {
+      byte[] in;
+      try (InputStream body = exchange.getRequestBody()) {
+        in = body.readAllBytes();
+      }
+      String path = exchange.getRequestURI().getPath();
+      Reply reply;
+      int callNumber;
+      synchronized (this) {
+        calls.add(new Call(exchange.getRequestMethod(), path, exchange.getRequestHeaders().getFirst("Idempotency-Key"),
+            parse(in), Instant.now()));
+        callNumber = (int) calls.stream().filter(c -> c.path().equals(path)).count();
+        Deque<Reply> script = scripts.get(path);
+        if (script == null || script.isEmpty()) {
+          reply = Reply.json(200, "{\"path\":\"" + path + "\",\"call\":" + callNumber + "}");
+        } else {
+          reply = script.size() > 1 ? script.poll() : script.peek();
+        }
+      }
+      if (!reply.delay().isZero()) {
+        try {
+          Thread.sleep(reply.delay().toMillis());
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+          return; // the tool is closing
+        }
+      }
+      byte[] out = reply.body().getBytes(StandardCharsets.UTF_8);
+      exchange.getResponseHeaders().set("Content-Type", "application/json");
+      exchange.sendResponseHeaders(reply.status(), out.length == 0 ? -1 : out.length);
+      if (out.length > 0) {
+        try (OutputStream os = exchange.getResponseBody()) {
+          os.write(out);
+        }
+      }
+    } catch (IOException e) {
+      // the caller hung up (e.g. its time-out passed): nothing to answer
+    }
+  }
+
+  private static JsonNode parse(byte[] bytes) {
+    if (bytes.length == 0) {
+      return NullNode.getInstance();
+    }
+    try {
+      return Json.MAPPER.readTree(bytes);
+    } catch (IOException e) {
+      return NullNode.getInstance();
+    }
+  }
+
+  @Override
+  public void close() {
+    server.stop(0);
+    threads.shutdownNow();
+  }
+}
