@@ -43,16 +43,7 @@ public final class AuthHandler {
   }
 
   private Principal authenticate(String header) {
-    if (header == null || header.isBlank()) {
-      throw new ApiException(401, "missing_api_key",
-          "send your API key in the header Authorization: Bearer <key>", null,
-          Map.of("WWW-Authenticate", "Bearer"));
-    }
-    String[] parts = header.trim().split(" +", 2);
-    if (parts.length != 2 || !parts[0].equalsIgnoreCase("Bearer")) {
-      throw invalid("the Authorization header must be 'Bearer <key>'");
-    }
-    ApiKeyService.Verdict verdict = keys.authenticate(parts[1].trim());
+    ApiKeyService.Verdict verdict = keys.authenticate(bearerToken(header));
     if (verdict.principal() != null) {
       return verdict.principal();
     }
@@ -62,6 +53,23 @@ public final class AuthHandler {
       case REVOKED -> "the API key has been revoked";
       case EXPIRED -> "the API key has expired";
     });
+  }
+
+  /**
+   * The key in an Authorization header: "Bearer" (any case), spaces, the key. A missing header is
+   * 401 missing_api_key; any other shape 401 invalid_api_key. Never fails otherwise.
+   */
+  public static String bearerToken(String header) {
+    if (header == null || header.isBlank()) {
+      throw new ApiException(401, "missing_api_key",
+          "send your API key in the header Authorization: Bearer <key>", null,
+          Map.of("WWW-Authenticate", "Bearer"));
+    }
+    String[] parts = header.trim().split(" +", 2);
+    if (parts.length != 2 || !parts[0].equalsIgnoreCase("Bearer") || parts[1].isBlank()) {
+      throw invalid("the Authorization header must be 'Bearer <key>'");
+    }
+    return parts[1].trim();
   }
 
   private static ApiException invalid(String detail) {
