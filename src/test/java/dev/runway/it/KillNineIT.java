@@ -24,80 +24,129 @@ import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 
 /**
- * A 200 means committed: the packaged jar is killed with SIGKILL in the middle of a load of
- * run starts, restarted, and every acknowledged run must be there.
+ * A 200 means committed: the packaged jar is stopped in the middle of a load of run starts (group
+ * commits in flight), by SIGKILL five times over and by SIGTERM, restarted, and every acknowledged
+ * run must be there.
  */
 class KillNineIT {
   private static final int THREADS = 8;
+  private final HttpClient client = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(2)).build();
 
   @BothDatabases
-  void every_acknowledged_run_survives_kill_9(TestDatabase db) throws Exception {
-    Settings fresh = db.settingsForFreshDatabase();
-    String url = fresh.asMap().get("db.url") + (db == TestDatabase.H2 ? ";AUTO_SERVER=TRUE" : "");
-    Path workDir = Files.createTempDirectory("runway-kill9-");
-    Map<String, String> env = Map.of(
-        "RUNWAY_DB_URL", url,
-        "RUNWAY_DB_USER", fresh.asMap().get("db.user"),
-        "RUNWAY_DB_PASSWORD", fresh.asMap().get("db.password"),
-        "RUNWAY_WORKFLOWS_DIR", Path.of("config/workflows").toAbsolutePath().toString());
-    RunwayProcess server = new RunwayProcess(env, workDir);
-    // The keys command works on the database before the server has ever run.
-    String key = server.command("keys", "create", "--workspace", "default", "--scopes", "runs:write,runs:read",
-        "--name", "kill9").trim();
-    assertTrue(key.matches("wsk_[0-9A-Za-z]{40}"), key);
-
+  void every_acknowledged_run_survives_kill_9_five_times_over(TestDatabase db) throws Exception {
+    Server s = server(db);
     List<String> acked = Collections.synchronizedList(new ArrayList<>());
     try {
-      server.start();
-      HttpClient client = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(2)).build();
-      ExecutorService load = Executors.newFixedThreadPool(THREADS);
-      long stopAt = System.nanoTime() + Duration.ofSeconds(6).toNanos();
-      for (int t = 0; t < THREADS; t++) {
-        int thread = t;
-        load.submit(() -> post(client, server.base(), key, thread, stopAt, acked));
+      for (int round = 1; round <= 5; round++) {
+        s.process.start();
+        int atStart = acked.size();
+        Load load = new Load(s.process.base(), s.key, acked);
+        Thread.sleep(ThreadLocalRandom.current().nextLong(800, 2000));
+        int beforeKill = acked.size();
+        s.process.kill9();
+        load.stop();
+        assertTrue(beforeKill > atStart, "round " + round + " acknowledged runs before the kill came");
       }
-      Thread.sleep(ThreadLocalRandom.current().nextLong(1500, 3000));
-      int ackedBeforeKill = acked.size();
-      server.kill9();
-      load.shutdown();
-      assertTrue(load.awaitTermination(30, TimeUnit.SECONDS));
-      assertTrue(ackedBeforeKill > 50, "the load was running when the kill came: " + ackedBeforeKill);
-
-      server.start();
-      List<String> missing = new ArrayList<>();
-      for (String id : acked) {
-        HttpResponse<String> r = client.send(HttpRequest.newBuilder(URI.create(server.base() + "/v1/runs/" + id))
-            .header("Authorization", "Bearer " + key).build(), HttpResponse.BodyHandlers.ofString());
-        if (r.statusCode() != 200) {
-          missing.add(id + " (" + r.statusCode() + ")");
-        } else {
-          assertEquals(id, Json.tree(r.body()).get("id").asText());
-        }
-      }
-      System.out.printf("kill -9 on %s: %d runs acknowledged, %d missing after restart%n",
+      s.process.start();
+      List<String> missing = missing(s, acked);
+      System.out.printf("kill -9 x5 on %s: %d runs acknowledged, %d missing after restart%n",
           db.label(), acked.size(), missing.size());
+      assertTrue(acked.size() > 100, "enough load to mean something: " + acked.size());
       assertEquals(List.of(), missing, "acknowledged runs lost by kill -9");
     } finally {
-      server.stop();
+      s.process.stop();
     }
   }
 
-  private static void post(HttpClient client, String base, String key, int thread, long stopAt, List<String> acked) {
-    HttpRequest request = HttpRequest.newBuilder(URI.create(base + "/v1/workflows/hello/runs"))
-        .timeout(Duration.ofSeconds(5))
-        .header("Authorization", "Bearer " + key)
-        .header("Content-Type", "application/json")
-        .POST(HttpRequest.BodyPublishers.ofString("{\"project\":\"load-" + thread + "\"}"))
-        .build();
-    while (System.nanoTime() < stopAt) {
-      try {
-        HttpResponse<String> r = client.send(request, HttpResponse.BodyHandlers.ofString());
-        if (r.statusCode() == 200) {
-          acked.add(Json.tree(r.body()).get("id").asText());
-        }
-      } catch (Exception serverGone) {
-        return;
+  @BothDatabases
+  void sigterm_under_load_exits_0_in_time_and_loses_nothing(TestDatabase db) throws Exception {
+    Server s = server(db);
+    List<String> acked = Collections.synchronizedList(new ArrayList<>());
+    try {
+      s.process.start();
+      Load load = new Load(s.process.base(), s.key, acked);
+      Thread.sleep(1500);
+      long t0 = System.nanoTime();
+      int exit = s.process.terminate(20);
+      long ms = (System.nanoTime() - t0) / 1_000_000;
+      load.stop();
+      assertEquals(0, exit, "exit code after SIGTERM (-1: still running after 20 s)\n" + s.process.log());
+      assertTrue(ms < 15_000, "stopped in " + ms + " ms");
+      s.process.start();
+      List<String> missing = missing(s, acked);
+      System.out.printf("SIGTERM on %s: stopped in %d ms with exit 0; %d runs acknowledged, %d missing%n",
+          db.label(), ms, acked.size(), missing.size());
+      assertTrue(acked.size() > 20, "the load was running: " + acked.size());
+      assertEquals(List.of(), missing, "acknowledged runs lost by SIGTERM");
+    } finally {
+      s.process.stop();
+    }
+  }
+
+  private record Server(RunwayProcess process, String key) {}
+
+  private static Server server(TestDatabase db) throws Exception {
+    Settings fresh = db.settingsForFreshDatabase();
+    String url = fresh.asMap().get("db.url") + (db == TestDatabase.H2 ? ";AUTO_SERVER=TRUE" : "");
+    Path workDir = Files.createTempDirectory("runway-stop-");
+    RunwayProcess process = new RunwayProcess(Map.of(
+        "RUNWAY_DB_URL", url,
+        "RUNWAY_DB_USER", fresh.asMap().get("db.user"),
+        "RUNWAY_DB_PASSWORD", fresh.asMap().get("db.password"),
+        "RUNWAY_WORKFLOWS_DIR", Path.of("config/workflows").toAbsolutePath().toString()), workDir);
+    // The keys command works on the database before the server has ever run.
+    String key = process.command("keys", "create", "--workspace", "default", "--scopes", "runs:write,runs:read",
+        "--name", "stop-test").trim();
+    assertTrue(key.matches("wsk_[0-9A-Za-z]{40}"), key);
+    return new Server(process, key);
+  }
+
+  private List<String> missing(Server s, List<String> acked) throws Exception {
+    List<String> missing = new ArrayList<>();
+    for (String id : List.copyOf(acked)) {
+      HttpResponse<String> r = client.send(HttpRequest.newBuilder(URI.create(s.process.base() + "/v1/runs/" + id))
+          .header("Authorization", "Bearer " + s.key).build(), HttpResponse.BodyHandlers.ofString());
+      if (r.statusCode() != 200) {
+        missing.add(id + " (" + r.statusCode() + ")");
+      } else {
+        assertEquals(id, Json.tree(r.body()).get("id").asText());
       }
+    }
+    return missing;
+  }
+
+  /** THREADS clients starting runs until stopped (or the server goes away), recording every 200's run id. */
+  private final class Load {
+    private final ExecutorService pool = Executors.newFixedThreadPool(THREADS);
+    private volatile boolean running = true;
+
+    Load(String base, String key, List<String> acked) {
+      for (int t = 0; t < THREADS; t++) {
+        HttpRequest request = HttpRequest.newBuilder(URI.create(base + "/v1/workflows/hello/runs"))
+            .timeout(Duration.ofSeconds(5))
+            .header("Authorization", "Bearer " + key)
+            .header("Content-Type", "application/json")
+            .POST(HttpRequest.BodyPublishers.ofString("{\"project\":\"load-" + t + "\"}"))
+            .build();
+        pool.submit(() -> {
+          while (running) {
+            try {
+              HttpResponse<String> r = client.send(request, HttpResponse.BodyHandlers.ofString());
+              if (r.statusCode() == 200) {
+                acked.add(Json.tree(r.body()).get("id").asText());
+              }
+            } catch (Exception serverGone) {
+              return;
+            }
+          }
+        });
+      }
+    }
+
+    void stop() throws InterruptedException {
+      running = false;
+      pool.shutdown();
+      assertTrue(pool.awaitTermination(30, TimeUnit.SECONDS));
     }
   }
 }

@@ -80,6 +80,15 @@ final class RunwayProcess {
     process.waitFor();
   }
 
+  /** SIGTERM; returns the exit code, or -1 if the process had not exited after {@code seconds}. */
+  int terminate(int seconds) throws InterruptedException {
+    process.destroy();
+    if (!process.waitFor(seconds, java.util.concurrent.TimeUnit.SECONDS)) {
+      return -1;
+    }
+    return process.exitValue();
+  }
+
   void stop() throws InterruptedException {
     if (process != null && process.isAlive()) {
       process.destroy();
