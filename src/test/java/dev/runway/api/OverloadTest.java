@@ -1,0 +1,73 @@
+package dev.runway.api;
+
+import static dev.runway.support.Problems.assertProblem;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.runway.support.Api;
+import dev.runway.support.BothDatabases;
+import dev.runway.support.Http;
+import java.io.OutputStream;
+import java.net.Socket;
+import java.net.URI;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+
+/** Work in flight is bounded: past the bound a fast 503 with Retry-After, never a queue or a 500, and service goes on. */
+class OverloadTest {
+
+  @BothDatabases
+  void a_request_past_max_in_flight_gets_a_fast_503_and_health_checks_still_answer(Api api) {
+    api.workflow("hello", false);
+    api.testWith(s -> s.with("http.max_in_flight", "1"), http -> {
+      URI origin = URI.create(http.origin());
+      try (Socket slow = new Socket(origin.getHost(), origin.getPort())) {
+        // Headers, then a body that never comes: this request holds the one slot.
+        OutputStream out = slow.getOutputStream();
+        out.write(("POST /v1/workflows/hello/runs HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + api.key
+            + "\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"pro").getBytes(StandardCharsets.US_ASCII));
+        out.flush();
+        Thread.sleep(300);
+
+        long t0 = System.nanoTime();
+        Http.Reply refused = http.startRun("hello", "demo");
+        long ms = (System.nanoTime() - t0) / 1_000_000;
+        assertProblem(refused, 503, "unavailable");
+        assertEquals("1", refused.header("Retry-After"));
+        assertTrue(ms < 1000, "answered at once: " + ms + " ms");
+        assertEquals(200, http.get("/healthz", null).status());
+        assertEquals(200, http.get("/readyz", null).status());
+      }
+      Thread.sleep(300); // the slow client left; its slot is free again
+      assertEquals(200, http.startRun("hello", "demo").status());
+    });
+  }
+
+  @BothDatabases
+  void a_burst_far_beyond_capacity_gets_only_200s_and_503s_and_the_server_goes_on(Api api) throws Exception {
+    api.workflow("hello", false);
+    api.testWith(s -> s.with("http.max_in_flight", "4").with("ratelimit.per_key_per_second", "0"), http -> {
+      ExecutorService clients = Executors.newFixedThreadPool(64);
+      List<Future<Integer>> replies = new ArrayList<>();
+      for (int i = 0; i < 1000; i++) {
+        replies.add(clients.submit(() -> http.startRun("hello", "demo").status()));
+      }
+      Map<Integer, Integer> byStatus = new TreeMap<>();
+      for (Future<Integer> f : replies) {
+        byStatus.merge(f.get(60, TimeUnit.SECONDS), 1, Integer::sum);
+      }
+      clients.shutdown();
+      assertEquals(java.util.Set.of(200, 503), byStatus.keySet(), "statuses: " + byStatus);
+      assertTrue(byStatus.get(200) > 0 && byStatus.get(503) > 0, "statuses: " + byStatus);
+      assertEquals(byStatus.get(200).intValue(), api.countRuns(""), "every 200 is a stored run, no 503 stored one");
+      assertEquals(200, http.startRun("hello", "demo").status(), "still serving");
+    });
+  }
+}
