@@ -10,4 +10,6 @@ if [ ! -f "$jar" ] || [ -n "$(find pom.xml src config -newer "$jar" -print -quit
   echo "runway: building $jar ..." >&2
   mvn -B -q -DskipTests package >&2
 fi
-exec java ${RUNWAY_JAVA_OPTS:-} -jar "$jar" "$@"
+# JVM options: RUNWAY_JAVA_OPTS, else config/jvm.options (comment lines skipped).
+opts=${RUNWAY_JAVA_OPTS-$(grep -v '^#' config/jvm.options 2>/dev/null | tr '\n' ' ')}
+exec java $opts -jar "$jar" "$@"

@@ -2,8 +2,11 @@ package dev.runway.engine;
 
 import dev.runway.core.Ids;
 import dev.runway.db.GroupCommitter;
+import dev.runway.core.Time;
+import dev.runway.run.Run;
 import dev.runway.run.RunDao;
 import java.time.Instant;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -21,6 +24,8 @@ import org.slf4j.LoggerFactory;
  */
 public final class Engine implements AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(Engine.class);
+  /** Due runs read and moved per round. */
+  private static final int BATCH = 256;
 
   private final Jdbi jdbi;
   private final GroupCommitter committer;
@@ -37,7 +42,7 @@ public final class Engine implements AutoCloseable {
     this.jdbi = jdbi;
     this.committer = committer;
     this.settings = settings;
-    this.runner = new StepRunner(jdbi, committer, settings,
+    this.runner = new StepRunner(committer, settings,
         new HttpStepCaller(settings.allowPrivateNetworks(), settings.maxResponseBytes()), owner);
     AtomicInteger n = new AtomicInteger();
     this.workers = Executors.newFixedThreadPool(settings.workers(), r -> {
@@ -75,8 +80,8 @@ public final class Engine implements AutoCloseable {
     while (running) {
       try {
         int free = settings.workers() - busy.get();
-        int claimed = free > 0 ? claimAndSubmit(free) : 0;
-        if (claimed == 0 || claimed < free) {
+        int taken = claimAndSubmit(free);
+        if (taken < BATCH) {
           wakeUp.tryAcquire(settings.pollInterval().toMillis(), TimeUnit.MILLISECONDS);
           wakeUp.drainPermits();
         }
@@ -89,37 +94,61 @@ public final class Engine implements AutoCloseable {
     }
   }
 
+  /**
+   * Takes the due runs that no live lease holds and, in one group commit, saves each one's moves
+   * that need no waiting; a run that stands at an http call is saved with this instance's lease
+   * and handed to a worker. Every save is conditional on the run's version, so of two instances
+   * (or an engine and a caller) only one move stands.
+   */
   private int claimAndSubmit(int free) {
-    Instant now = Instant.now();
-    List<String> due = jdbi.withExtension(RunDao.class, dao -> dao.dueRuns(now, free * 4));
+    Instant now = Time.now();
+    List<Run> due = jdbi.withExtension(RunDao.class, dao -> dao.dueRuns(now, BATCH));
     if (due.isEmpty()) {
       return 0;
     }
-    Instant until = now.plus(settings.lease());
-    // One commit for all the claims; each is a conditional UPDATE that only one instance can win.
-    List<String> mine = committer.commit(h -> {
+    List<RunStateMachine> moves = new ArrayList<>();
+    List<Run> saves = new ArrayList<>();
+    List<Boolean> calls = new ArrayList<>();
+    int callsLeft = free;
+    for (Run run : due) {
+      RunStateMachine m = new RunStateMachine(run, now);
+      boolean call = runner.planInstantMoves(m);
+      if (call && callsLeft == 0) {
+        continue; // every worker is busy: the run stays due for the next round
+      }
+      callsLeft -= call ? 1 : 0;
+      moves.add(m);
+      saves.add(call ? runner.leaseForCall(m) : m.toRun(null, null));
+      calls.add(call);
+    }
+    List<Run> toCall = committer.commit(h -> {
       RunDao dao = h.attach(RunDao.class);
-      List<String> won = new java.util.ArrayList<>();
-      for (String runId : due) {
-        if (won.size() < free && dao.claim(runId, owner, until, now) == 1) {
-          won.add(runId);
+      EventDao events = h.attach(EventDao.class);
+      List<Run> won = new ArrayList<>();
+      for (int i = 0; i < saves.size(); i++) {
+        if (dao.saveProgress(saves.get(i)) == 1) {
+          events.insert(moves.get(i).events());
+          if (calls.get(i)) {
+            won.add(saves.get(i));
+          }
         }
       }
       return won;
     });
-    for (String runId : mine) {
+    for (Run run : toCall) {
       busy.incrementAndGet();
-      workers.submit(() -> work(runId));
+      workers.submit(() -> work(run));
     }
-    return mine.size();
+    // A full batch saved: more may be due at once. Otherwise wait for a wake-up or the next poll.
+    return saves.size();
   }
 
-  private void work(String runId) {
+  private void work(Run run) {
     try {
-      runner.advance(runId);
+      runner.call(run);
     } catch (RuntimeException e) {
       // The lease runs out and the run is tried again then.
-      LOG.warn("engine failed on run {}: {}", runId, e.toString());
+      LOG.warn("engine failed on run {}: {}", run.id(), e.toString());
     } finally {
       busy.decrementAndGet();
       wakeUp.release();

@@ -11,121 +11,137 @@ import dev.runway.run.RunStatus;
 import dev.runway.workflow.Step;
 import java.time.Duration;
 import java.time.Instant;
-import java.util.Optional;
 import java.util.concurrent.ThreadLocalRandom;
-import org.jdbi.v3.core.Jdbi;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Moves one claimed run forward as far as it can go now: through its steps until it waits (a
- * delay, an approval, a retry) or ends. Every move is saved before the next begins, so a crash
- * loses at most the step in progress, which then runs again (hence the Idempotency-Key it sends).
+ * Moves runs forward. {@link #planInstantMoves} makes every move that needs no waiting (pass a
+ * gate, start or finish a delay, expire an approval, finish the run) and stops at an http step;
+ * {@link #call} makes that step's call for a run this instance holds the lease on, then goes on
+ * the same way. Every move is saved before the next call, so a crash loses at most the call in
+ * progress, which then runs again (hence the Idempotency-Key it sends).
  */
 final class StepRunner {
   private static final Logger LOG = LoggerFactory.getLogger(StepRunner.class);
   private static final Duration MAX_BACKOFF = Duration.ofMinutes(5);
 
-  private final Jdbi jdbi;
   private final GroupCommitter committer;
   private final EngineSettings settings;
   private final HttpStepCaller caller;
   private final String owner;
 
-  StepRunner(Jdbi jdbi, GroupCommitter committer, EngineSettings settings, HttpStepCaller caller, String owner) {
-    this.jdbi = jdbi;
+  StepRunner(GroupCommitter committer, EngineSettings settings, HttpStepCaller caller, String owner) {
     this.committer = committer;
     this.settings = settings;
     this.caller = caller;
     this.owner = owner;
   }
 
-  /** Advances the run this instance holds the lease on; always gives the lease back. */
-  void advance(String runId) {
-    Optional<Run> loaded = jdbi.withExtension(RunDao.class, dao -> dao.findById(runId));
-    while (loaded.isPresent()) {
-      Run run = loaded.get();
-      if (!owner.equals(run.leaseOwner())) {
-        return; // a caller's move (cancel, approve) took the run; nothing left for us
+  /**
+   * Makes the moves that need no waiting; returns true when the run now stands at an http step
+   * whose call is due (then {@link #leaseForCall} marks the attempt and the lease before saving).
+   */
+  boolean planInstantMoves(RunStateMachine m) {
+    while (true) {
+      RunStatus status = m.status();
+      if (status != RunStatus.RUNNING && status != RunStatus.AWAITING_APPROVAL) {
+        m.dueAgainAt(null); // ended: nothing is due
+        return false;
       }
-      loaded = step(run);
+      if (status == RunStatus.AWAITING_APPROVAL) {
+        if (m.approvalTimedOut()) {
+          m.expireApproval();
+        } else {
+          m.dueAgainAt(Instant.parse(m.approval().path("expires_at").asText()));
+        }
+        return false;
+      }
+      if (m.currentStep() < 0) {
+        m.awaitApproval(settings.approvalTimeoutSeconds());
+        return false;
+      }
+      if (m.currentStep() >= m.definition().size()) {
+        m.succeed();
+        return false;
+      }
+      Step step = m.definition().get(m.currentStep());
+      if (step instanceof Step.Approval approval) {
+        m.awaitApproval(approval.timeoutSeconds());
+        return false;
+      }
+      if (step instanceof Step.Delay delay) {
+        ObjectNode state = m.step(m.currentStep());
+        if (!state.hasNonNull("wake_at")) {
+          m.startDelay(delay.seconds());
+        }
+        Instant wake = Instant.parse(m.step(m.currentStep()).get("wake_at").asText());
+        if (m.now().isBefore(wake)) {
+          m.dueAgainAt(wake);
+          return false;
+        }
+        m.completeStep(null);
+        continue;
+      }
+      if (m.dueAt() != null && m.now().isBefore(m.dueAt())) {
+        return false; // an http step waiting for its retry time
+      }
+      return true;
     }
   }
 
-  /** Makes one move; returns the saved run to go on with, or empty when the run waits or ended. */
-  private Optional<Run> step(Run run) {
-    RunStateMachine m = new RunStateMachine(run, Time.now());
-    RunStatus status = m.status();
-    if (status != RunStatus.RUNNING && status != RunStatus.AWAITING_APPROVAL) {
-      m.dueAgainAt(null); // terminal: nothing is due
-      return save(m, false);
-    }
-    if (status == RunStatus.AWAITING_APPROVAL) {
-      Instant expires = Instant.parse(m.approval().path("expires_at").asText());
-      if (m.now().isBefore(expires)) {
-        m.dueAgainAt(expires);
-      } else {
-        m.expireApproval();
-      }
-      return save(m, false);
-    }
-    if (m.currentStep() < 0) {
-      m.awaitApproval(settings.approvalTimeoutSeconds());
-      return save(m, false);
-    }
-    if (m.currentStep() >= m.definition().size()) {
-      m.succeed();
-      return save(m, false);
-    }
-    Step step = m.definition().get(m.currentStep());
-    if (step instanceof Step.Approval approval) {
-      m.awaitApproval(approval.timeoutSeconds());
-      return save(m, false);
-    }
-    if (step instanceof Step.Delay delay) {
-      ObjectNode state = m.step(m.currentStep());
-      if (!state.hasNonNull("wake_at")) {
-        m.startDelay(delay.seconds());
-        return save(m, delay.seconds() == 0);
-      }
-      Instant wake = Instant.parse(state.get("wake_at").asText());
-      if (m.now().isBefore(wake)) {
-        m.dueAgainAt(wake);
-        return save(m, false);
-      }
-      m.completeStep(null);
-      return save(m, true);
-    }
-    return callHttp(run, m, (Step.Http) step);
+  /** The run as saved when this instance takes it for an http call: attempt started, lease for the call's length. */
+  Run leaseForCall(RunStateMachine m) {
+    Step.Http step = (Step.Http) m.definition().get(m.currentStep());
+    m.startAttempt(m.step(m.currentStep()).get("attempts").size() + 1);
+    return m.toRun(owner, m.now().plusMillis(step.timeoutMs()).plus(settings.lease()));
   }
 
-  private Optional<Run> callHttp(Run run, RunStateMachine m, Step.Http step) {
-    int index = m.currentStep();
-    int attempt = m.step(index).get("attempts").size() + 1;
-    m.startAttempt(attempt);
-    // Hold the lease for the whole call, so no other instance takes the run over meanwhile.
-    Instant leaseUntil = m.now().plusMillis(step.timeoutMs()).plus(settings.lease());
-    Run calling = m.toRun(owner, leaseUntil);
-    if (!saveRun(calling, m)) {
-      return Optional.empty();
+  /** Makes the http call of a run saved by {@link #leaseForCall}, and every call after it, until the run waits or ends. */
+  void call(Run calling) {
+    while (calling != null) {
+      calling = callOnce(calling);
     }
+  }
+
+  private Run callOnce(Run calling) {
+    RunStateMachine before = new RunStateMachine(calling, calling.updatedAt());
+    int index = before.currentStep();
+    Step.Http step = (Step.Http) before.definition().get(index);
+    int attempt = before.step(index).get("attempts").size() + 1;
     Instant started = Time.now();
-    HttpStepCaller.Outcome outcome = caller.call(step, callBody(run, index, attempt, m), run.id() + ":" + index);
+    HttpStepCaller.Outcome outcome = caller.call(step, callBody(calling, index, attempt, before),
+        calling.id() + ":" + index);
 
-    RunStateMachine after = new RunStateMachine(calling, Time.now());
-    after.recordAttempt(attempt, started, outcome.succeeded() ? "succeeded" : "failed", outcome.httpStatus(),
+    RunStateMachine m = new RunStateMachine(calling, Time.now());
+    m.recordAttempt(attempt, started, outcome.succeeded() ? "succeeded" : "failed", outcome.httpStatus(),
         outcome.message());
     if (outcome.succeeded()) {
-      after.completeStep(outcome.output());
-      return save(after, true);
+      m.completeStep(outcome.output());
+    } else if (outcome.retryable() && attempt < step.maxAttempts()) {
+      m.retryAt(m.now().plus(backoff(attempt)));
+    } else {
+      String why = outcome.retryable() ? outcome.message() + " (after " + attempt + " attempts)" : outcome.message();
+      m.failStep(outcome.httpStatus(), why);
     }
-    if (outcome.retryable() && attempt < step.maxAttempts()) {
-      after.retryAt(after.now().plus(backoff(attempt)));
-      return save(after, false);
+    boolean callAgain = planInstantMoves(m);
+    Run next = callAgain ? leaseForCall(m) : m.toRun(null, null);
+    return save(next, m) && callAgain ? next : null;
+  }
+
+  /** Saves a move if the run is still as it was read; false when a caller's move (cancel, approve) came first. */
+  private boolean save(Run next, RunStateMachine m) {
+    boolean saved = committer.commit(h -> {
+      if (h.attach(RunDao.class).saveProgress(next) != 1) {
+        return false;
+      }
+      h.attach(EventDao.class).insert(m.events());
+      return true;
+    });
+    if (!saved) {
+      LOG.info("run {} changed while its http step ran; leaving it as it is now", next.id());
     }
-    String why = outcome.retryable() ? outcome.message() + " (after " + attempt + " attempts)" : outcome.message();
-    after.failStep(outcome.httpStatus(), why);
-    return save(after, false);
+    return saved;
   }
 
   /** What the tool receives: the run, its inputs and the outputs of the steps before this one. */
@@ -146,31 +162,5 @@ final class StepRunner {
     long base = settings.retryBase().toMillis();
     long exp = Math.min(MAX_BACKOFF.toMillis(), base << Math.min(attempt - 1, 20));
     return Duration.ofMillis(exp / 2 + ThreadLocalRandom.current().nextLong(exp / 2 + 1));
-  }
-
-  /**
-   * Saves the move; keeps the lease when the run goes on at once ({@code goOn}), else gives it back.
-   * Empty when the run changed meanwhile (a caller's move won) or it need not go on.
-   */
-  private Optional<Run> save(RunStateMachine m, boolean goOn) {
-    Run next = goOn ? m.toRun(owner, m.now().plus(settings.lease())) : m.toRun(null, null);
-    if (!saveRun(next, m)) {
-      return Optional.empty();
-    }
-    return goOn ? Optional.of(next) : Optional.empty();
-  }
-
-  private boolean saveRun(Run next, RunStateMachine m) {
-    boolean saved = committer.commit(h -> {
-      if (h.attach(RunDao.class).saveProgress(next) != 1) {
-        return false;
-      }
-      h.attach(EventDao.class).insert(m.events());
-      return true;
-    });
-    if (!saved) {
-      LOG.info("run {} changed while the engine worked on it; leaving it as it is now", next.id());
-    }
-    return saved;
   }
 }

@@ -37,18 +37,10 @@ public interface RunDao {
       + "WHERE id = :id AND version = :version - 1")
   int saveProgress(@BindMethods Run run);
 
-  /** Runs the engine should look at now and that no live lease holds: candidates to claim. */
-  @SqlQuery("SELECT id FROM run WHERE due_at <= :now AND (lease_until IS NULL OR lease_until < :now) "
+  /** Runs the engine should look at now and that no live lease holds, longest due first. */
+  @SqlQuery("SELECT * FROM run WHERE due_at <= :now AND (lease_until IS NULL OR lease_until < :now) "
       + "ORDER BY due_at LIMIT :limit")
-  List<String> dueRuns(java.time.Instant now, int limit);
-
-  /** Takes the lease on one due run; 1 if this caller got it, 0 if another instance was faster. */
-  @SqlUpdate("UPDATE run SET lease_owner = :owner, lease_until = :until WHERE id = :id AND due_at <= :now "
-      + "AND (lease_until IS NULL OR lease_until < :now)")
-  int claim(String id, String owner, java.time.Instant until, java.time.Instant now);
-
-  @SqlUpdate("UPDATE run SET lease_until = :until WHERE id = :id AND lease_owner = :owner")
-  int extendLease(String id, String owner, java.time.Instant until);
+  List<Run> dueRuns(java.time.Instant now, int limit);
 
   /** Drops every lease: only for a single-process database (H2), at start, after a crash. */
   @SqlUpdate("UPDATE run SET lease_owner = NULL, lease_until = NULL WHERE lease_owner IS NOT NULL")

@@ -1,0 +1,118 @@
+#!/usr/bin/env bash
+# Throughput and latency of Runway's hot paths, measured on the packaged jar: GET /healthz,
+# POST /v1/workflows/{id}/runs (durable) and GET /v1/runs/{id}, on a fresh H2 database and, when
+# one answers, a fresh PostgreSQL database. Also: start-up time to the first 200 on /readyz on an
+# existing database, and resident memory after a long load. Prints one table.
+#
+#   ./run.sh --help >/dev/null          # builds target/runway.jar if needed
+#   bench/run.sh                        # needs wrk (Debian: apt-get install wrk)
+#
+# Settings: BENCH_CONNECTIONS (32), BENCH_SECONDS (10), BENCH_WARMUP_SECONDS (10),
+# BENCH_SOAK_SECONDS (60; 0 skips the memory soak), BENCH_PG_URL
+# (jdbc:postgresql://127.0.0.1:5432/postgres), BENCH_PG_USER (postgres), BENCH_PG_PASSWORD.
+# The server runs with the JVM options of config/jvm.options and default settings, except: the
+# per-key rate limit is off (one key sends everything) and the request log is off (it goes to a
+# file here and measures the disk, not Runway).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+JAR=$ROOT/target/runway.jar
+CONNS=${BENCH_CONNECTIONS:-32}
+SECS=${BENCH_SECONDS:-10}
+WARM=${BENCH_WARMUP_SECONDS:-10}
+SOAK=${BENCH_SOAK_SECONDS:-60}
+PG_URL=${BENCH_PG_URL:-jdbc:postgresql://127.0.0.1:5432/postgres}
+PG_USER=${BENCH_PG_USER:-postgres}
+PG_PASSWORD=${BENCH_PG_PASSWORD:-}
+OPTS=$(grep -v '^#' config/jvm.options | tr '\n' ' ')
+
+command -v wrk >/dev/null || { echo "bench: wrk is missing (Debian: apt-get install wrk)" >&2; exit 2; }
+[ -f "$JAR" ] || { echo "bench: no $JAR; run ./run.sh --help or mvn -B -DskipTests package first" >&2; exit 2; }
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+to_ms() { awk '{v=$1; if (v ~ /us$/) {sub(/us$/,"",v); v/=1000} else if (v ~ /ms$/) {sub(/ms$/,"",v)} else if (v ~ /s$/) {sub(/s$/,"",v); v*=1000}; printf "%.2f", v}'; }
+await_ready() {  # prints milliseconds from $2 (epoch ms) until /readyz answers 200
+  for _ in $(seq 1 600); do
+    if curl -sf -o /dev/null "http://127.0.0.1:$1/readyz"; then echo $(( $(date +%s%3N) - $2 )); return; fi
+    sleep 0.02
+  done
+  echo "bench: server did not become ready" >&2; exit 1
+}
+
+ROWS=()
+measure() {  # label db url script -> appends a row: db, endpoint, req/s, p50, p99
+  local label=$1 db=$2 url=$3 script=${4:-}
+  local out
+  out=$(wrk -t2 -c"$CONNS" -d"${SECS}s" --latency ${script:+-s "$script"} "$url")
+  local rps p50 p99 errs
+  rps=$(echo "$out" | awk '/Requests\/sec/ {printf "%.0f", $2}')
+  p50=$(echo "$out" | awk '$1=="50%" {print $2}' | to_ms)
+  p99=$(echo "$out" | awk '$1=="99%" {print $2}' | to_ms)
+  errs=$(echo "$out" | awk '/Non-2xx/ {print $4}')
+  ROWS+=("$db|$label|$rps|$p50|$p99|${errs:-0}")
+}
+
+bench_db() {  # db-label jdbc-url user password
+  local db=$1 url=$2 user=$3 password=$4 work port pid key run t0
+  work=$(mktemp -d /tmp/runway-bench-XXXX)
+  port=$(free_port)
+  export RUNWAY_HTTP_PORT=$port RUNWAY_DB_URL=$url RUNWAY_DB_USER=$user RUNWAY_DB_PASSWORD=$password \
+    RUNWAY_WORKFLOWS_DIR=$ROOT/config/workflows RUNWAY_HTTP_REQUEST_LOG=false \
+    RUNWAY_RATELIMIT_PER_KEY_PER_SECOND=0 RUNWAY_BOOTSTRAP_ADMIN_KEY=false
+  key=$(cd "$work" && java -jar "$JAR" keys create --workspace default --name bench 2>/dev/null)
+  export RUNWAY_BENCH_KEY=$key
+  (cd "$work" && exec java $OPTS -jar "$JAR" >"$work/server.log" 2>&1) & pid=$!
+  await_ready "$port" "$(date +%s%3N)" >/dev/null
+  run=$(curl -s -X POST "http://127.0.0.1:$port/v1/workflows/hello/runs" -H "Authorization: Bearer $key" \
+    -H 'Content-Type: application/json' -d '{"project":"bench"}' | python3 -c 'import sys,json; print(json.load(sys.stdin)["id"])')
+  export RUNWAY_BENCH_RUN=$run
+  echo "bench: $db: warming up (${WARM}s)" >&2
+  wrk -t2 -c"$CONNS" -d"${WARM}s" -s bench/post.lua "http://127.0.0.1:$port/v1/workflows/hello/runs" >/dev/null
+  wrk -t2 -c"$CONNS" -d"$(( WARM / 2 + 1 ))s" -s bench/get.lua "http://127.0.0.1:$port/" >/dev/null
+  wrk -t2 -c"$CONNS" -d"$(( WARM / 2 + 1 ))s" "http://127.0.0.1:$port/healthz" >/dev/null
+  echo "bench: $db: measuring (${SECS}s each)" >&2
+  measure "GET /healthz" "$db" "http://127.0.0.1:$port/healthz"
+  measure "POST /v1/workflows/{id}/runs" "$db" "http://127.0.0.1:$port/v1/workflows/hello/runs" bench/post.lua
+  measure "GET /v1/runs/{id}" "$db" "http://127.0.0.1:$port/" bench/get.lua
+  if [ "$SOAK" -gt 0 ]; then
+    echo "bench: $db: ${SOAK}s of start-run load for the memory figure" >&2
+    wrk -t2 -c"$CONNS" -d"${SOAK}s" -s bench/post.lua "http://127.0.0.1:$port/v1/workflows/hello/runs" >/dev/null
+    RSS[$db]=$(awk '/VmRSS/ {printf "%.0f MB", $2/1024}' "/proc/$pid/status")
+  fi
+  kill -TERM "$pid"; wait "$pid" || true
+  t0=$(date +%s%3N)
+  (cd "$work" && exec java $OPTS -jar "$JAR" >>"$work/server.log" 2>&1) & pid=$!
+  START[$db]=$(await_ready "$port" "$t0")
+  kill -TERM "$pid"; wait "$pid" || true
+  rm -rf "$work"
+}
+
+declare -A RSS START
+bench_db h2 "jdbc:h2:file:/tmp/runway-bench-h2-$$/runway;AUTO_SERVER=TRUE" sa ""
+rm -rf "/tmp/runway-bench-h2-$$"
+if command -v psql >/dev/null && psql "postgresql://$PG_USER@127.0.0.1:5432/postgres" -qc 'select 1' >/dev/null 2>&1; then
+  db="runway_bench_$$"
+  psql "postgresql://$PG_USER@127.0.0.1:5432/postgres" -qc "CREATE DATABASE $db" >/dev/null
+  bench_db postgresql "${PG_URL%/*}/$db" "$PG_USER" "$PG_PASSWORD"
+  psql "postgresql://$PG_USER@127.0.0.1:5432/postgres" -qc "DROP DATABASE $db" >/dev/null
+else
+  echo "bench: PostgreSQL does not answer at $PG_URL: H2 only" >&2
+fi
+
+echo
+echo "Runway $(unzip -p "$JAR" META-INF/MANIFEST.MF 2>/dev/null | awk -F': ' '/Implementation-Version/ {print $2}' | tr -d '\r') on $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(java -version 2>&1 | head -1)"
+echo "wrk -t2 -c$CONNS -d${SECS}s after ${WARM}s of warm-up; load generator on the same machine"
+echo
+printf '| %-10s | %-30s | %9s | %8s | %8s | %10s | %7s |\n' database endpoint "req/s" "p50 ms" "p99 ms" "vs healthz" "non-2xx"
+printf '|%s|%s|%s|%s|%s|%s|%s|\n' ------------ -------------------------------- ----------- ---------- ---------- ------------ ---------
+declare -A HEALTH
+for row in "${ROWS[@]}"; do IFS='|' read -r db ep rps p50 p99 errs <<<"$row"; [ "$ep" = "GET /healthz" ] && HEALTH[$db]=$rps; done
+for row in "${ROWS[@]}"; do
+  IFS='|' read -r db ep rps p50 p99 errs <<<"$row"
+  ratio=$(awk -v a="$rps" -v b="${HEALTH[$db]}" 'BEGIN {printf "%.2f", a/b}')
+  printf '| %-10s | %-30s | %9s | %8s | %8s | %10s | %7s |\n' "$db" "$ep" "$rps" "$p50" "$p99" "$ratio" "$errs"
+done
+echo
+for db in "${!START[@]}"; do
+  echo "$db: start-up to the first 200 on /readyz (existing database): ${START[$db]} ms; resident memory after ${SOAK}s of load: ${RSS[$db]:-not measured}"
+done
