@@ -1,11 +1,14 @@
 package dev.runway.run;
 
 import com.fasterxml.jackson.annotation.JsonPropertyOrder;
-import com.fasterxml.jackson.databind.JsonNode;
-import dev.runway.core.Json;
+import com.fasterxml.jackson.annotation.JsonRawValue;
 import java.time.Instant;
 
-/** The run record as the API shows it: the spec's five fields first. */
+/**
+ * The run record as the API shows it: the spec's five fields first. The JSON documents a run keeps
+ * ({@code inputs}, {@code approval}, {@code error}, {@code steps}) were written by Runway and are
+ * sent as stored, without parsing them again.
+ */
 @JsonPropertyOrder({"id", "workflow", "status", "requires_approval", "created_at"})
 public record RunView(
     String id,
@@ -14,18 +17,15 @@ public record RunView(
     boolean requiresApproval,
     Instant createdAt,
     String project,
-    JsonNode inputs,
+    @JsonRawValue String inputs,
     Instant updatedAt,
     Instant finishedAt,
-    JsonNode approval,
-    JsonNode error,
-    JsonNode steps) {
+    @JsonRawValue String approval,
+    @JsonRawValue String error,
+    @JsonRawValue String steps) {
 
   public static RunView of(Run run) {
     return new RunView(run.id(), run.workflowId(), run.status(), run.requiresApproval(), run.createdAt(),
-        run.project(), Json.tree(run.inputs()), run.updatedAt(), run.finishedAt(),
-        run.approval() == null ? null : Json.tree(run.approval()),
-        run.error() == null ? null : Json.tree(run.error()),
-        Json.tree(run.steps()));
+        run.project(), run.inputs(), run.updatedAt(), run.finishedAt(), run.approval(), run.error(), run.steps());
   }
 }
