@@ -36,7 +36,7 @@ public final class RunStateMachine {
 
   public RunStateMachine(Run run, Instant now) {
     this.base = run;
-    this.definition = Step.parseAll(Json.tree(run.definition()).path("steps"));
+    this.definition = parsedSteps(run.definition());
     this.steps = (ArrayNode) Json.tree(run.steps());
     this.now = now;
     this.status = RunStatus.parse(run.status()).orElseThrow();
@@ -45,6 +45,21 @@ public final class RunStateMachine {
     this.error = run.error() == null ? null : (ObjectNode) Json.tree(run.error());
     this.dueAt = run.dueAt();
     this.finishedAt = run.finishedAt();
+  }
+
+  /** Definitions are shared by many runs (one per workflow version): each is parsed once. */
+  private static final Map<String, List<Step>> PARSED = new java.util.concurrent.ConcurrentHashMap<>();
+
+  private static List<Step> parsedSteps(String definition) {
+    List<Step> steps = PARSED.get(definition);
+    if (steps == null) {
+      steps = List.copyOf(Step.parseAll(Json.tree(definition).path("steps")));
+      if (PARSED.size() > 1000) {
+        PARSED.clear();
+      }
+      PARSED.put(definition, steps);
+    }
+    return steps;
   }
 
   /** The progress JSON of a new run: every step pending. */

@@ -27,7 +27,7 @@ import org.jdbi.v3.core.Handle;
 import org.jdbi.v3.core.Jdbi;
 import org.jdbi.v3.core.JdbiException;
 
-/** Starts runs (with Idempotency-Key replay) and reads them back. */
+/** Starts runs (with Idempotency-Key replay), reads them and their events, and applies callers' moves (approve, reject, cancel). */
 public final class RunService {
   private final Jdbi jdbi;
   private final GroupCommitter committer;
