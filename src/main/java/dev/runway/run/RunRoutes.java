@@ -37,10 +37,9 @@ public final class RunRoutes {
   public void start(Context ctx) {
     String workflowId = PathParams.slug(ctx, "id");
     String idempotencyKey = idempotencyKey(ctx);
-    ObjectNode body = bodies.requiredObject(ctx);
-    JsonFields fields = JsonFields.of(body, START_FIELDS);
-    RunService.StartRequest request = new RunService.StartRequest(
-        workflowId, fields.requiredSlug("project"), fields.optionalObject("inputs"), idempotencyKey);
+    StartBody body = startBody(bodies.requiredObject(ctx));
+    RunService.StartRequest request =
+        new RunService.StartRequest(workflowId, body.project(), body.inputs(), idempotencyKey);
     RunService.Started started = runs.start(AuthHandler.principal(ctx), request);
     if (started.replayed()) {
       ctx.header("Idempotent-Replayed", "true");
@@ -72,7 +71,7 @@ public final class RunRoutes {
   }
 
   public void cancel(Context ctx) {
-    JsonFields.of(bodies.optionalObject(ctx), Set.of());
+    checkCancelBody(bodies.optionalObject(ctx));
     Responses.json(ctx, 200, RunView.of(runs.cancel(AuthHandler.principal(ctx), runId(ctx))));
   }
 
@@ -100,7 +99,26 @@ public final class RunRoutes {
   }
 
   private String comment(Context ctx) {
-    return JsonFields.of(bodies.optionalObject(ctx), DECISION_FIELDS).optionalString("comment", null, 1000);
+    return decisionComment(bodies.optionalObject(ctx));
+  }
+
+  /** The fields of a start body. */
+  public record StartBody(String project, ObjectNode inputs) {}
+
+  /** Checks a start body: {project, inputs?}. Public, like the two below, for the fuzz tests. */
+  public static StartBody startBody(ObjectNode body) {
+    JsonFields fields = JsonFields.of(body, START_FIELDS);
+    return new StartBody(fields.requiredSlug("project"), fields.optionalObject("inputs"));
+  }
+
+  /** The comment of an approve or reject body: {comment?}, at most 1000 characters; null when absent. */
+  public static String decisionComment(ObjectNode body) {
+    return JsonFields.of(body, DECISION_FIELDS).optionalString("comment", null, 1000);
+  }
+
+  /** A cancel body takes no fields. */
+  public static void checkCancelBody(ObjectNode body) {
+    JsonFields.of(body, Set.of());
   }
 
   private static String runId(Context ctx) {

@@ -120,7 +120,7 @@ public sealed interface Step permits Step.Http, Step.Approval, Step.Delay {
       if (!e.getValue().isTextual()) {
         throw ApiException.validation(param + "." + e.getKey(), param + "." + e.getKey() + " must be a string");
       }
-      if (!e.getKey().matches("[A-Za-z0-9!#$%&'*+.^_`|~-]+") || e.getValue().textValue().matches(".*[\\r\\n].*")) {
+      if (!e.getKey().matches("[A-Za-z0-9!#$%&'*+.^_`|~-]+") || !headerValue(e.getValue().textValue())) {
         throw ApiException.validation(param + "." + e.getKey(), param + " holds an invalid header name or value");
       }
       String lower = e.getKey().toLowerCase(Locale.ROOT);
@@ -131,6 +131,11 @@ public sealed interface Step permits Step.Http, Step.Approval, Step.Delay {
       out.put(e.getKey(), e.getValue().textValue());
     }
     return out;
+  }
+
+  /** RFC 9110 field-value characters (HTAB, SP, VCHAR, obs-text): what java.net.http accepts in a header. */
+  private static boolean headerValue(String value) {
+    return value.chars().allMatch(c -> c == '\t' || c >= 0x20 && c != 0x7f && c <= 0xff);
   }
 
   /** The step as JSON, with every default filled in: what a run stores as its definition. */

@@ -1,0 +1,174 @@
+package dev.runway.fuzz;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assertions.fail;
+
+import com.code_intelligence.jazzer.junit.FuzzTest;
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.runway.auth.KeyHasher;
+import dev.runway.core.Json;
+import dev.runway.core.Slugs;
+import dev.runway.http.ApiException;
+import dev.runway.http.AuthHandler;
+import dev.runway.http.RequestBodies;
+import dev.runway.run.RunRoutes;
+import dev.runway.workflow.Step;
+import dev.runway.workflow.WorkflowDefinition;
+import java.net.URI;
+import java.net.http.HttpRequest;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.Set;
+import java.util.function.Supplier;
+import java.util.regex.Pattern;
+
+/**
+ * Fuzz tests of everything that reads a request body, and of the Authorization parser. The
+ * contract for bad input: a 4xx ApiException with a code; any other exception (or a hang) is a bug.
+ *
+ * <p>Without JAZZER_FUZZ these run as plain tests over the committed seeds in
+ * src/test/resources/dev/runway/fuzz/RequestFuzzTestInputs/&lt;method&gt;/. With JAZZER_FUZZ=1 one
+ * of them fuzzes for maxDuration (see the README) and writes any failing input into that folder.
+ */
+class RequestFuzzTest {
+  private static final String WORKFLOW_ID = "fuzz-workflow";
+  private static final Set<String> METHODS = Set.of("GET", "POST", "PUT", "PATCH", "DELETE");
+  private static final Pattern KEY = Pattern.compile("wsk_[0-9A-Za-z]{40,196}");
+
+  /** POST /v1/workflows/{id}/runs: a required body {project, inputs?}. */
+  @FuzzTest(maxDuration = "30s")
+  void startRunBody(byte[] body) {
+    RunRoutes.StartBody start = refusedOr(() -> RunRoutes.startBody(RequestBodies.parseObject(body)));
+    if (start == null) {
+      return;
+    }
+    assertTrue(Slugs.isSlug(start.project()), () -> "project is not a slug: " + start.project());
+    assertNotNull(start.inputs());
+    // What RunService.start does next with the inputs: store them as text, hash them for Idempotency-Key.
+    String stored = Json.string(start.inputs());
+    assertEquals(stored, Json.string(Json.tree(stored)), "stored inputs do not read back the same");
+    Json.canonical(start.inputs());
+  }
+
+  /** PUT /v1/workflows/{id}: a required body {name?, description?, requires_approval?, steps?}. */
+  @FuzzTest(maxDuration = "30s")
+  void putWorkflowBody(byte[] body) {
+    WorkflowDefinition definition =
+        refusedOr(() -> WorkflowDefinition.parse(WORKFLOW_ID, RequestBodies.parseObject(body)));
+    if (definition == null) {
+      return;
+    }
+    assertTrue(definition.name().length() <= 200);
+    assertTrue(definition.description().length() <= 2000);
+    assertTrue(definition.steps().isArray());
+    assertEquals(definition.steps().size(), definition.parsedSteps().size());
+    assertTrue(definition.parsedSteps().size() <= Step.MAX_STEPS);
+    for (Step step : definition.parsedSteps()) {
+      if (step instanceof Step.Http http) {
+        assertTrue(http.url().regionMatches(true, 0, "http", 0, 4), http.url());
+        assertTrue(METHODS.contains(http.method()), http.method());
+        assertTrue(http.timeoutMs() >= 1 && http.timeoutMs() <= 300_000);
+        assertTrue(http.maxAttempts() >= 1 && http.maxAttempts() <= 10);
+        // HttpStepCaller builds its request so when the run gets there; java.net.http must take the
+        // step as accepted (it throws IllegalArgumentException on a bad URI, header name or value).
+        HttpRequest.Builder request = HttpRequest.newBuilder(URI.create(http.url()))
+            .timeout(Duration.ofMillis(http.timeoutMs()));
+        http.headers().forEach(request::header);
+        request.method(http.method(), HttpRequest.BodyPublishers.noBody()).build();
+      } else if (step instanceof Step.Approval approval) {
+        assertTrue(approval.timeoutSeconds() >= 1 && approval.timeoutSeconds() <= 31_536_000);
+      } else if (step instanceof Step.Delay delay) {
+        assertTrue(delay.seconds() >= 0 && delay.seconds() <= 31_536_000);
+      }
+    }
+    // The steps are stored as text and parsed again when a run starts: that must give the same steps.
+    JsonNode stored = Json.tree(Json.string(definition.steps()));
+    ObjectNode again = Json.MAPPER.createObjectNode();
+    again.set("steps", stored);
+    assertEquals(definition.parsedSteps(), WorkflowDefinition.parse(WORKFLOW_ID, again).parsedSteps());
+  }
+
+  /** POST /v1/runs/{runId}/approve and /reject: an optional body {comment?}. */
+  @FuzzTest(maxDuration = "30s")
+  void decisionBody(byte[] body) {
+    Supplier<String> parse = () -> RunRoutes.decisionComment(RequestBodies.parseOptionalObject(body));
+    String comment;
+    try {
+      comment = parse.get();
+    } catch (ApiException e) {
+      checkRefusal(e);
+      return;
+    }
+    if (comment != null) {
+      assertTrue(comment.length() <= 1000);
+    }
+    if (body.length == 0) {
+      assertNull(comment);
+    }
+  }
+
+  /** POST /v1/runs/{runId}/cancel: an optional body that, if sent, is {}. */
+  @FuzzTest(maxDuration = "30s")
+  void cancelBody(byte[] body) {
+    Boolean accepted = refusedOr(() -> {
+      ObjectNode object = RequestBodies.parseOptionalObject(body);
+      RunRoutes.checkCancelBody(object);
+      assertTrue(object.isEmpty(), "a cancel body with fields was accepted");
+      return true;
+    });
+    if (body.length == 0) {
+      assertEquals(Boolean.TRUE, accepted, "an empty cancel body was refused");
+    }
+  }
+
+  /** The Authorization header, read as UTF-8 and as ISO-8859-1 (how a server may decode header bytes). */
+  @FuzzTest(maxDuration = "30s")
+  void authorizationHeader(byte[] header) {
+    checkAuthorization(new String(header, StandardCharsets.UTF_8));
+    checkAuthorization(new String(header, StandardCharsets.ISO_8859_1));
+    if (header.length == 0) {
+      checkAuthorization(null);
+    }
+  }
+
+  private static void checkAuthorization(String header) {
+    String token;
+    try {
+      token = AuthHandler.bearerToken(header);
+    } catch (ApiException e) {
+      checkRefusal(e);
+      assertEquals(401, e.status());
+      boolean missing = header == null || header.isBlank();
+      assertEquals(missing ? "missing_api_key" : "invalid_api_key", e.code());
+      assertTrue(e.headers().containsKey("WWW-Authenticate"));
+      return;
+    }
+    assertNotNull(token);
+    assertFalse(token.isEmpty());
+    assertTrue(token.charAt(0) > ' ' && token.charAt(token.length() - 1) > ' ',
+        () -> "token has leading or trailing space: '" + token + "'");
+    assertEquals(token, AuthHandler.bearerToken("Bearer " + token), "token does not survive a round trip");
+    assertEquals(KEY.matcher(token).matches(), KeyHasher.wellFormed(token), () -> "wellFormed is wrong on " + token);
+  }
+
+  /** The value, or null when refused with a proper ApiException; any other exception fails the test. */
+  private static <T> T refusedOr(Supplier<T> parse) {
+    try {
+      return parse.get();
+    } catch (ApiException e) {
+      checkRefusal(e);
+      return null;
+    }
+  }
+
+  private static void checkRefusal(ApiException e) {
+    if (e.status() < 400 || e.status() > 499 || e.code() == null || e.code().isEmpty()) {
+      fail("refusal without a 4xx status and a code: " + e.status() + " " + e.code() + " " + e.getMessage());
+    }
+  }
+}
