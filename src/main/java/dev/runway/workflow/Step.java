@@ -78,7 +78,7 @@ public sealed interface Step permits Step.Http, Step.Approval, Step.Delay {
       }
       case "delay" -> {
         JsonFields f = JsonFields.of(step, Set.of("type", "seconds"), prefix);
-        if (step.get("seconds") == null) {
+        if (step.get("seconds") == null || step.get("seconds").isNull()) {
           throw ApiException.validation(prefix + "seconds", prefix + "seconds is required");
         }
         yield new Delay(f.optionalLong("seconds", 0, 0, 31_536_000));

@@ -35,6 +35,9 @@ class StepValidationTest {
       assertRefused(http, "[{\"type\":\"http\",\"url\":\"http://t/x\",\"retries\":3}]", "unknown_parameter", "steps[0].retries");
       assertRefused(http, "[{\"type\":\"approval\",\"timeout_s\":0}]", "validation_failed", "steps[0].timeout_s");
       assertRefused(http, "[{\"type\":\"delay\"}]", "validation_failed", "steps[0].seconds");
+      assertRefused(http, "[{\"type\":\"delay\",\"seconds\":null}]", "validation_failed", "steps[0].seconds");
+      assertRefused(http, "[{\"type\":\"http\",\"url\":\"http://t/x\",\"headers\":{\"X-A\":\"v\\r\\nX-B: 1\"}}]",
+          "validation_failed", "steps[0].headers.X-A");
       assertRefused(http, "[{\"type\":\"delay\",\"seconds\":-1}]", "validation_failed", "steps[0].seconds");
       assertRefused(http, "[{\"type\":\"delay\",\"seconds\":1.5}]", "validation_failed", "steps[0].seconds");
       assertEquals(404, http.get("/v1/workflows/w").status(), "nothing was stored");
