@@ -10,7 +10,7 @@
 # Settings: BENCH_CONNECTIONS (32), BENCH_SECONDS (10), BENCH_WARMUP_SECONDS (10),
 # BENCH_SOAK_SECONDS (60; 0 skips the memory soak), BENCH_PG_URL
 # (jdbc:postgresql://127.0.0.1:5432/postgres), BENCH_PG_USER (postgres), BENCH_PG_PASSWORD.
-# The server runs with the JVM options of config/jvm.options and default settings, except: the
+# The server runs as ./run.sh starts it (config/jvm.options, class-data sharing) with default settings, except: the
 # per-key rate limit is off (one key sends everything) and the request log is off (it goes to a
 # file here and measures the disk, not Runway).
 set -euo pipefail
@@ -61,7 +61,9 @@ bench_db() {  # db-label jdbc-url user password
     RUNWAY_RATELIMIT_PER_KEY_PER_SECOND=0 RUNWAY_BOOTSTRAP_ADMIN_KEY=false
   key=$(cd "$work" && java -jar "$JAR" keys create --workspace default --name bench 2>/dev/null)
   export RUNWAY_BENCH_KEY=$key
-  (cd "$work" && exec java $OPTS -jar "$JAR" >"$work/server.log" 2>&1) & pid=$!
+  # As ./run.sh does: this run records a class-data-sharing archive at exit, the restart below uses it.
+  (cd "$work" && exec java $OPTS -XX:ArchiveClassesAtExit="$work/runway.jsa" -Xlog:cds=off -Xlog:cds+dynamic=off \
+    -jar "$JAR" >"$work/server.log" 2>&1) & pid=$!
   await_ready "$port" "$(date +%s%3N)" >/dev/null
   run=$(curl -s -X POST "http://127.0.0.1:$port/v1/workflows/hello/runs" -H "Authorization: Bearer $key" \
     -H 'Content-Type: application/json' -d '{"project":"bench"}' | python3 -c 'import sys,json; print(json.load(sys.stdin)["id"])')
@@ -81,7 +83,8 @@ bench_db() {  # db-label jdbc-url user password
   fi
   kill -TERM "$pid"; wait "$pid" || true
   t0=$(date +%s%3N)
-  (cd "$work" && exec java $OPTS -jar "$JAR" >>"$work/server.log" 2>&1) & pid=$!
+  (cd "$work" && exec java $OPTS -XX:SharedArchiveFile="$work/runway.jsa" -Xlog:cds=off -jar "$JAR" \
+    >>"$work/server.log" 2>&1) & pid=$!
   START[$db]=$(await_ready "$port" "$t0")
   kill -TERM "$pid"; wait "$pid" || true
   rm -rf "$work"

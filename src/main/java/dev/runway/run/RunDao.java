@@ -42,8 +42,11 @@ public interface RunDao {
       + "ORDER BY due_at LIMIT :limit")
   List<Run> dueRuns(java.time.Instant now, int limit);
 
-  /** Drops every lease: only for a single-process database (H2), at start, after a crash. */
-  @SqlUpdate("UPDATE run SET lease_owner = NULL, lease_until = NULL WHERE lease_owner IS NOT NULL")
+  /**
+   * Drops every lease: only for a single-process database (H2), at start, after a crash. Leased
+   * runs are always due, so the due_at index finds them without reading ended runs.
+   */
+  @SqlUpdate("UPDATE run SET lease_owner = NULL, lease_until = NULL WHERE due_at IS NOT NULL AND lease_owner IS NOT NULL")
   int releaseAllLeases();
 
   @SqlQuery("SELECT * FROM run WHERE workspace_id = :workspaceId AND id = :id")
