@@ -1,7 +1,10 @@
 package dev.runway.db;
 
 import java.util.ArrayList;
+import java.util.Collection;
 import java.util.List;
+import java.util.SortedSet;
+import java.util.TreeSet;
 import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.CompletableFuture;
@@ -17,6 +20,11 @@ import org.slf4j.LoggerFactory;
  * Group commit: the writes that arrive together run in one transaction and one commit (one disk
  * flush), and each caller is answered only after that commit. A write that fails makes its batch
  * roll back; the others are then committed one by one, so one bad write never fails its neighbours.
+ *
+ * <p>Each write names the workspaces it changes. A transaction first locks those workspaces' rows,
+ * in sorted order, before it touches anything else: the writes of one workspace then commit one
+ * after another (so event sequence numbers follow commit order, which pollers of GET /v1/events
+ * rely on), and two writers can never deadlock over a workspace row and a run row.
  */
 public final class GroupCommitter implements AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(GroupCommitter.class);
@@ -29,11 +37,13 @@ public final class GroupCommitter implements AutoCloseable {
 
   /** One caller's write; its result is held until the transaction it ran in has committed. */
   private static final class Write<T> {
+    private final Collection<String> workspaces;
     private final Function<Handle, T> work;
     private final CompletableFuture<T> done = new CompletableFuture<>();
     private T result;
 
-    Write(Function<Handle, T> work) {
+    Write(Collection<String> workspaces, Function<Handle, T> work) {
+      this.workspaces = workspaces;
       this.work = work;
     }
 
@@ -67,8 +77,13 @@ public final class GroupCommitter implements AutoCloseable {
    * once committed. Throws what the work threw, {@link OverloadedException} when too many writes
    * wait already, or the database's error.
    */
-  public <T> T commit(Function<Handle, T> work) {
-    Write<T> write = new Write<>(work);
+  public <T> T commit(String workspaceId, Function<Handle, T> work) {
+    return commit(List.of(workspaceId), work);
+  }
+
+  /** Like {@link #commit(String, Function)}, for a write that changes several workspaces. */
+  public <T> T commit(Collection<String> workspaceIds, Function<Handle, T> work) {
+    Write<T> write = new Write<>(workspaceIds, work);
     if (closing || !queue.offer(write)) {
       throw new OverloadedException(closing ? "the server is stopping" : "too many writes are waiting");
     }
@@ -110,6 +125,7 @@ public final class GroupCommitter implements AutoCloseable {
   private void commitBatch(List<Write<?>> batch) {
     try {
       inTransaction(h -> {
+        lockWorkspaces(h, batch);
         for (Write<?> w : batch) {
           w.run(h);
         }
@@ -125,12 +141,22 @@ public final class GroupCommitter implements AutoCloseable {
     // Some write failed and took the batch with it: commit each on its own.
     for (Write<?> w : batch) {
       try {
-        inTransaction(w::run);
+        inTransaction(h -> {
+          lockWorkspaces(h, List.of(w));
+          w.run(h);
+        });
         w.committed();
       } catch (RuntimeException e) {
         w.failed(e);
       }
     }
+  }
+
+  private static void lockWorkspaces(Handle h, List<Write<?>> writes) {
+    SortedSet<String> ids = new TreeSet<>();
+    writes.forEach(w -> ids.addAll(w.workspaces));
+    WorkspaceLocks locks = h.attach(WorkspaceLocks.class);
+    ids.forEach(locks::lock);
   }
 
   /**

@@ -8,6 +8,7 @@ import dev.runway.run.RunDao;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Set;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Semaphore;
@@ -102,7 +103,10 @@ public final class Engine implements AutoCloseable {
    */
   private int claimAndSubmit(int free) {
     Instant now = Time.now();
-    List<Run> due = jdbi.withExtension(RunDao.class, dao -> dao.dueRuns(now, BATCH));
+    // Enough rows for the free workers and a batch of moves without calls; not more, since every
+    // row read is parsed, and most wake-ups come from a worker that just finished one call.
+    int limit = Math.min(BATCH, Math.max(32, free * 4));
+    List<Run> due = jdbi.withExtension(RunDao.class, dao -> dao.dueRuns(now, limit));
     if (due.isEmpty()) {
       return 0;
     }
@@ -121,7 +125,12 @@ public final class Engine implements AutoCloseable {
       saves.add(call ? runner.leaseForCall(m) : m.toRun(null, null));
       calls.add(call);
     }
-    List<Run> toCall = committer.commit(h -> {
+    if (saves.isEmpty()) {
+      return 0;
+    }
+    Set<String> workspaces = new java.util.HashSet<>();
+    saves.forEach(r -> workspaces.add(r.workspaceId()));
+    List<Run> toCall = committer.commit(workspaces, h -> {
       RunDao dao = h.attach(RunDao.class);
       EventDao events = h.attach(EventDao.class);
       List<Run> won = new ArrayList<>();
@@ -139,8 +148,8 @@ public final class Engine implements AutoCloseable {
       busy.incrementAndGet();
       workers.submit(() -> work(run));
     }
-    // A full batch saved: more may be due at once. Otherwise wait for a wake-up or the next poll.
-    return saves.size();
+    // As many saved as read: more may be due at once. Otherwise wait for a wake-up or the next poll.
+    return saves.size() == limit ? BATCH : saves.size();
   }
 
   private void work(Run run) {

@@ -11,21 +11,16 @@ import org.jdbi.v3.sqlobject.statement.SqlQuery;
 @RegisterConstructorMapper(Event.class)
 public interface EventDao {
   /**
-   * Stores a transaction's events. The workspace row is locked first and stays locked until the
-   * transaction ends, so the events of one workspace get their seq in the order their transactions
-   * commit: a poller of GET /v1/events that has read up to some seq never misses an event that
-   * commits later with a smaller one.
+   * Stores a transaction's events. Call it only inside a group commit (GroupCommitter), which holds
+   * the workspace's lock until the transaction ends: so the events of one workspace get their seq
+   * in the order their transactions commit, and a poller of GET /v1/events that has read up to some
+   * seq never misses an event that commits later with a smaller one.
    */
   default void insert(List<Event> events) {
-    if (events.isEmpty()) {
-      return;
+    if (!events.isEmpty()) {
+      insertRows(events);
     }
-    events.stream().map(Event::workspaceId).distinct().sorted().forEach(this::lockWorkspace);
-    insertRows(events);
   }
-
-  @SqlQuery("SELECT id FROM workspace WHERE id = :workspaceId FOR UPDATE")
-  Optional<String> lockWorkspace(String workspaceId);
 
   @SqlBatch("INSERT INTO event (id, workspace_id, run_id, workflow_id, project, type, actor, step_index, attempt, "
       + "data, created_at) VALUES (:id, :workspaceId, :runId, :workflowId, :project, :type, :actor, :stepIndex, "

@@ -131,7 +131,7 @@ final class StepRunner {
 
   /** Saves a move if the run is still as it was read; false when a caller's move (cancel, approve) came first. */
   private boolean save(Run next, RunStateMachine m) {
-    boolean saved = committer.commit(h -> {
+    boolean saved = committer.commit(next.workspaceId(), h -> {
       if (h.attach(RunDao.class).saveProgress(next) != 1) {
         return false;
       }

@@ -63,7 +63,7 @@ public final class RunService {
     Run run = newRun(caller, request);
     String body = Json.string(RunView.of(run));
     if (request.idempotencyKey() == null) {
-      committer.commit(h -> insert(h, run, caller));
+      committer.commit(caller.workspaceId(), h -> insert(h, run, caller));
       runDue.run();
       return new Started(200, body, false);
     }
@@ -73,7 +73,7 @@ public final class RunService {
       return replay.get();
     }
     try {
-      committer.commit(h -> {
+      committer.commit(caller.workspaceId(), h -> {
         IdempotencyDao keys = h.attach(IdempotencyDao.class);
         keys.deleteIfExpired(caller.workspaceId(), request.idempotencyKey(), run.createdAt());
         // The key's row goes in with the run: a concurrent twin fails on it (or waits for it), then replays.
@@ -168,7 +168,7 @@ public final class RunService {
    */
   private Run move(Principal caller, String runId, Consumer<RunStateMachine> move) {
     AtomicBoolean tooLate = new AtomicBoolean();
-    Run saved = committer.commit(h -> {
+    Run saved = committer.commit(caller.workspaceId(), h -> {
       RunDao runs = h.attach(RunDao.class);
       Run run = runs.findForUpdate(caller.workspaceId(), runId).orElseThrow(() -> runNotFound(runId));
       checkProject(caller, run);

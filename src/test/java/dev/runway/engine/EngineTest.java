@@ -15,6 +15,7 @@ import dev.runway.auth.KeyHasher;
 import dev.runway.auth.Scope;
 import dev.runway.core.Json;
 import dev.runway.core.Time;
+import dev.runway.db.WorkspaceLocks;
 import dev.runway.run.RunDao;
 import dev.runway.support.Api;
 import dev.runway.support.BothDatabases;
@@ -732,6 +733,8 @@ class EngineTest {
       Handle slow = api.jdbi().open();
       try {
         slow.begin();
+        // A writer as the group commit runs it: the workspace's lock first, then the run and its events.
+        slow.attach(WorkspaceLocks.class).lock(api.workspace);
         RunDao runs = slow.attach(RunDao.class);
         RunStateMachine cancel = new RunStateMachine(runs.findForUpdate(api.workspace, first).orElseThrow(), Time.now());
         cancel.cancel(RunStateMachine.ENGINE);
