@@ -195,6 +195,10 @@ public final class GroupCommitter implements AutoCloseable {
         return;
       }
     }
+    // A write offered just as the last writer left would wait forever: refuse it instead.
+    for (Write<?> late = queue.poll(); late != null; late = queue.poll()) {
+      late.failed(new OverloadedException("the server stopped before this write"));
+    }
     LOG.info("group commit stopped; nothing is left waiting");
   }
 }
