@@ -104,9 +104,6 @@ public final class RunStateMachine {
     return events;
   }
 
-  public Run base() {
-    return base;
-  }
 
   /** The run to save: the new state with the next version, held by {@code leaseOwner} until {@code leaseUntil}. */
   public Run toRun(String leaseOwner, Instant leaseUntil) {

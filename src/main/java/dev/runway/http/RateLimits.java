@@ -18,10 +18,6 @@ public final class RateLimits {
     this.authFailures = authFailures;
   }
 
-  public static RateLimits none() {
-    return new RateLimits(null, null);
-  }
-
   /**
    * Before every request: the address's headers (the key's replace them once it is known), and
    * 429 on the API if the address failed to authenticate too often.
