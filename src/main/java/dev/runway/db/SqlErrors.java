@@ -18,7 +18,7 @@ public final class SqlErrors {
   /** A wait for another transaction's lock gave up (H2 HYT00, PostgreSQL 55P03) or hit a deadlock (40P01). */
   public static boolean isLockTimeout(Throwable e) {
     String state = sqlState(e);
-    return "HYT00".equals(state) || "55P03".equals(state) || "40P01".equals(state) || "40001".equals(state);
+    return "HYT00".equals(state) || "55P03".equals(state) || isDeadlock(e);
   }
 
   /** The database broke the transaction off to resolve a deadlock or serialization conflict: try again. */

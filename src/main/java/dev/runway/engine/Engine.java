@@ -80,9 +80,7 @@ public final class Engine implements AutoCloseable {
   private void dispatch() {
     while (running) {
       try {
-        int free = settings.workers() - busy.get();
-        int taken = claimAndSubmit(free);
-        if (taken < BATCH) {
+        if (!claimAndSubmit(settings.workers() - busy.get())) {
           wakeUp.tryAcquire(settings.pollInterval().toMillis(), TimeUnit.MILLISECONDS);
           wakeUp.drainPermits();
         }
@@ -99,16 +97,16 @@ public final class Engine implements AutoCloseable {
    * Takes the due runs that no live lease holds and, in one group commit, saves each one's moves
    * that need no waiting; a run that stands at an http call is saved with this instance's lease
    * and handed to a worker. Every save is conditional on the run's version, so of two instances
-   * (or an engine and a caller) only one move stands.
+   * (or an engine and a caller) only one move stands. Returns true when more may be due at once.
    */
-  private int claimAndSubmit(int free) {
+  private boolean claimAndSubmit(int free) {
     Instant now = Time.now();
     // Enough rows for the free workers and a batch of moves without calls; not more, since every
     // row read is parsed, and most wake-ups come from a worker that just finished one call.
     int limit = Math.min(BATCH, Math.max(32, free * 4));
     List<Run> due = jdbi.withExtension(RunDao.class, dao -> dao.dueRuns(now, limit));
     if (due.isEmpty()) {
-      return 0;
+      return false;
     }
     List<RunStateMachine> moves = new ArrayList<>();
     List<Run> saves = new ArrayList<>();
@@ -126,7 +124,7 @@ public final class Engine implements AutoCloseable {
       calls.add(call);
     }
     if (saves.isEmpty()) {
-      return 0;
+      return false;
     }
     Set<String> workspaces = new java.util.HashSet<>();
     saves.forEach(r -> workspaces.add(r.workspaceId()));
@@ -149,7 +147,7 @@ public final class Engine implements AutoCloseable {
       workers.submit(() -> work(run));
     }
     // As many saved as read: more may be due at once. Otherwise wait for a wake-up or the next poll.
-    return saves.size() == limit ? BATCH : saves.size();
+    return saves.size() == limit;
   }
 
   private void work(Run run) {

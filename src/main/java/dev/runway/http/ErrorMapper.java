@@ -52,15 +52,7 @@ public final class ErrorMapper {
   }
 
   private static void javalin(HttpResponseException e, Context ctx) {
-    int status = e.getStatus();
-    String code = switch (status) {
-      case 404 -> "not_found";
-      case 413 -> "body_too_large";
-      case 415 -> "unsupported_media_type";
-      case 503 -> "unavailable";
-      default -> status >= 500 ? "internal_error" : "validation_failed";
-    };
-    Responses.problem(ctx, status, code, e.getMessage(), null);
+    Responses.problem(ctx, e.getStatus(), codeFor(e.getStatus()), e.getMessage(), null);
   }
 
   private static void unexpected(Exception e, Context ctx) {
@@ -77,7 +69,13 @@ public final class ErrorMapper {
 
   /** Problem bodies for the few errors Jetty answers itself (malformed HTTP, oversized headers). */
   static Map<String, Object> bareProblem(int status, String detail, String requestId) {
-    String code = switch (status) {
+    return Problem.body(status, codeFor(status), detail == null ? Problem.title(status) : detail, null, requestId,
+        Map.of());
+  }
+
+  /** The code of an error raised by Javalin or Jetty rather than by Runway, which names its own. */
+  private static String codeFor(int status) {
+    return switch (status) {
       case 404 -> "not_found";
       case 405 -> "method_not_allowed";
       case 413 -> "body_too_large";
@@ -85,6 +83,5 @@ public final class ErrorMapper {
       case 503 -> "unavailable";
       default -> status >= 500 ? "internal_error" : "invalid_request";
     };
-    return Problem.body(status, code, detail == null ? Problem.title(status) : detail, null, requestId, Map.of());
   }
 }

@@ -24,9 +24,6 @@ public interface RunDao {
   @SqlQuery("SELECT * FROM run WHERE workspace_id = :workspaceId AND id = :id FOR UPDATE")
   Optional<Run> findForUpdate(String workspaceId, String id);
 
-  @SqlQuery("SELECT * FROM run WHERE id = :id")
-  Optional<Run> findById(String id);
-
   /**
    * Writes a run's new progress if nobody changed it since {@code expectedVersion} was read;
    * returns 0 when somebody did (the caller lost the race and must not go on).

@@ -31,20 +31,39 @@ final class RunwayProcess {
     this.workDir = workDir;
   }
 
-  /** Runs a command of the jar (e.g. keys create ...) to its end; returns its stdout. */
-  String command(String... args) throws IOException, InterruptedException {
+  /** How a run of the jar to its end went. */
+  record Result(int exitCode, String stdout, String stderr) {}
+
+  /** Runs the jar with these arguments (none: the server) to its end, within {@code seconds}. */
+  Result run(int seconds, String... args) throws IOException, InterruptedException {
     List<String> cmd = new ArrayList<>(List.of(javaBin(), "-jar", JAR.toString()));
     cmd.addAll(List.of(args));
     ProcessBuilder pb = new ProcessBuilder(cmd).directory(workDir.toFile());
     pb.environment().putAll(env);
-    pb.redirectError(workDir.resolve("command.err").toFile());
+    Path err = Files.createTempFile(workDir, "command", ".err");
+    pb.redirectError(err.toFile());
     Process p = pb.start();
     String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-    if (p.waitFor() != 0) {
-      throw new IllegalStateException("runway " + String.join(" ", args) + " failed: "
-          + Files.readString(workDir.resolve("command.err")));
+    if (!p.waitFor(seconds, java.util.concurrent.TimeUnit.SECONDS)) {
+      p.destroyForcibly().waitFor();
+      throw new IllegalStateException("runway " + String.join(" ", args) + " still running after " + seconds + " s");
     }
-    return out;
+    return new Result(p.exitValue(), out, Files.readString(err));
+  }
+
+  /** Runs the server with some environment variables changed, expecting it to stop by itself (bad settings). */
+  Result runWithEnv(Map<String, String> changes) throws IOException, InterruptedException {
+    env.putAll(changes);
+    return run(30);
+  }
+
+  /** Runs a command of the jar (e.g. keys create ...) that must succeed; returns its stdout. */
+  String command(String... args) throws IOException, InterruptedException {
+    Result r = run(60, args);
+    if (r.exitCode() != 0) {
+      throw new IllegalStateException("runway " + String.join(" ", args) + " failed: " + r.stderr());
+    }
+    return r.stdout();
   }
 
   /** Starts the server and waits until /readyz answers 200. */
