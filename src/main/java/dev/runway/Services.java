@@ -16,6 +16,7 @@ public record Services(Database database, ApiKeyService keys, WorkflowService wo
         database,
         new ApiKeyService(database.jdbi(), settings.keyCache()),
         workflows,
-        new RunService(database.jdbi(), database.committer(), workflows, settings.idempotencyTtl(), runDue));
+        new RunService(database.jdbi(), database.committer(), workflows, settings.idempotencyTtl(),
+            settings.engine().approvalTimeoutSeconds(), runDue));
   }
 }

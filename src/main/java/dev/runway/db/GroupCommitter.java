@@ -11,7 +11,6 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Function;
-import org.jdbi.v3.core.Handle;
 import org.jdbi.v3.core.Jdbi;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -38,17 +37,17 @@ public final class GroupCommitter implements AutoCloseable {
   /** One caller's write; its result is held until the transaction it ran in has committed. */
   private static final class Write<T> {
     private final Collection<String> workspaces;
-    private final Function<Handle, T> work;
+    private final Function<Tx, T> work;
     private final CompletableFuture<T> done = new CompletableFuture<>();
     private T result;
 
-    Write(Collection<String> workspaces, Function<Handle, T> work) {
+    Write(Collection<String> workspaces, Function<Tx, T> work) {
       this.workspaces = workspaces;
       this.work = work;
     }
 
-    void run(Handle h) {
-      result = work.apply(h);
+    void run(Tx tx) {
+      result = work.apply(tx);
     }
 
     void committed() {
@@ -77,12 +76,12 @@ public final class GroupCommitter implements AutoCloseable {
    * once committed. Throws what the work threw, {@link OverloadedException} when too many writes
    * wait already, or the database's error.
    */
-  public <T> T commit(String workspaceId, Function<Handle, T> work) {
+  public <T> T commit(String workspaceId, Function<Tx, T> work) {
     return commit(List.of(workspaceId), work);
   }
 
   /** Like {@link #commit(String, Function)}, for a write that changes several workspaces. */
-  public <T> T commit(Collection<String> workspaceIds, Function<Handle, T> work) {
+  public <T> T commit(Collection<String> workspaceIds, Function<Tx, T> work) {
     Write<T> write = new Write<>(workspaceIds, work);
     if (closing || !queue.offer(write)) {
       throw new OverloadedException(closing ? "the server is stopping" : "too many writes are waiting");
@@ -124,10 +123,10 @@ public final class GroupCommitter implements AutoCloseable {
 
   private void commitBatch(List<Write<?>> batch) {
     try {
-      inTransaction(h -> {
-        lockWorkspaces(h, batch);
+      inTransaction(tx -> {
+        lockWorkspaces(tx, batch);
         for (Write<?> w : batch) {
-          w.run(h);
+          w.run(tx);
         }
       });
       batch.forEach(Write::committed);
@@ -141,9 +140,9 @@ public final class GroupCommitter implements AutoCloseable {
     // Some write failed and took the batch with it: commit each on its own.
     for (Write<?> w : batch) {
       try {
-        inTransaction(h -> {
-          lockWorkspaces(h, List.of(w));
-          w.run(h);
+        inTransaction(tx -> {
+          lockWorkspaces(tx, List.of(w));
+          w.run(tx);
         });
         w.committed();
       } catch (RuntimeException e) {
@@ -152,10 +151,10 @@ public final class GroupCommitter implements AutoCloseable {
     }
   }
 
-  private static void lockWorkspaces(Handle h, List<Write<?>> writes) {
+  private static void lockWorkspaces(Tx tx, List<Write<?>> writes) {
     SortedSet<String> ids = new TreeSet<>();
     writes.forEach(w -> ids.addAll(w.workspaces));
-    WorkspaceLocks locks = h.attach(WorkspaceLocks.class);
+    WorkspaceLocks locks = tx.dao(WorkspaceLocks.class);
     ids.forEach(locks::lock);
   }
 
@@ -164,10 +163,15 @@ public final class GroupCommitter implements AutoCloseable {
    * broke it off to resolve a deadlock or a serialization conflict with another writer: another
    * writer thread, or another Runway instance on the same PostgreSQL.
    */
-  private void inTransaction(java.util.function.Consumer<Handle> body) {
+  private void inTransaction(java.util.function.Consumer<Tx> body) {
     for (int attempt = 1; ; attempt++) {
       try {
-        jdbi.useTransaction(body::accept);
+        jdbi.useTransaction(h -> {
+          try (Tx tx = new Tx(h)) {
+            body.accept(tx);
+            tx.flush();
+          }
+        });
         return;
       } catch (RuntimeException e) {
         if (attempt == 3 || !SqlErrors.isDeadlock(e)) {

@@ -128,13 +128,12 @@ public final class Engine implements AutoCloseable {
     }
     Set<String> workspaces = new java.util.HashSet<>();
     saves.forEach(r -> workspaces.add(r.workspaceId()));
-    List<Run> toCall = committer.commit(workspaces, h -> {
-      RunDao dao = h.attach(RunDao.class);
-      EventDao events = h.attach(EventDao.class);
+    List<Run> toCall = committer.commit(workspaces, tx -> {
+      RunDao dao = tx.dao(RunDao.class);
       List<Run> won = new ArrayList<>();
       for (int i = 0; i < saves.size(); i++) {
         if (dao.saveProgress(saves.get(i)) == 1) {
-          events.insert(moves.get(i).events());
+          EventDao.insert(tx, moves.get(i).events());
           if (calls.get(i)) {
             won.add(saves.get(i));
           }

@@ -1,11 +1,14 @@
 package dev.runway.engine;
 
+import dev.runway.db.Jdbc;
+import dev.runway.db.Tx;
+import java.sql.PreparedStatement;
+import java.sql.SQLException;
+import java.sql.Types;
 import java.util.List;
 import java.util.Optional;
 import org.jdbi.v3.sqlobject.config.RegisterConstructorMapper;
 import org.jdbi.v3.sqlobject.customizer.BindList;
-import org.jdbi.v3.sqlobject.customizer.BindMethods;
-import org.jdbi.v3.sqlobject.statement.SqlBatch;
 import org.jdbi.v3.sqlobject.statement.SqlQuery;
 
 @RegisterConstructorMapper(Event.class)
@@ -16,16 +19,32 @@ public interface EventDao {
    * in the order their transactions commit, and a poller of GET /v1/events that has read up to some
    * seq never misses an event that commits later with a smaller one.
    */
-  default void insert(List<Event> events) {
-    if (!events.isEmpty()) {
-      insertRows(events);
+  static void insert(Tx tx, List<Event> events) {
+    if (events.isEmpty()) {
+      return;
+    }
+    // Stored when the transaction commits (see Tx.batch): two or more events go with every run start.
+    PreparedStatement ps = tx.batch("INSERT INTO event (id, workspace_id, run_id, workflow_id, project, type, "
+        + "actor, step_index, attempt, data, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+    try {
+      for (Event e : events) {
+        ps.setString(1, e.id());
+        ps.setString(2, e.workspaceId());
+        ps.setString(3, e.runId());
+        ps.setString(4, e.workflowId());
+        ps.setString(5, e.project());
+        ps.setString(6, e.type());
+        ps.setString(7, e.actor());
+        ps.setObject(8, e.stepIndex(), Types.INTEGER);
+        ps.setObject(9, e.attempt(), Types.INTEGER);
+        ps.setString(10, e.data());
+        Jdbc.setTime(ps, 11, e.createdAt());
+        ps.addBatch();
+      }
+    } catch (SQLException e) {
+      throw new Tx.UncheckedSqlException(e);
     }
   }
-
-  @SqlBatch("INSERT INTO event (id, workspace_id, run_id, workflow_id, project, type, actor, step_index, attempt, "
-      + "data, created_at) VALUES (:id, :workspaceId, :runId, :workflowId, :project, :type, :actor, :stepIndex, "
-      + ":attempt, :data, :createdAt)")
-  void insertRows(@BindMethods List<Event> events);
 
   @SqlQuery("SELECT * FROM event WHERE workspace_id = :workspaceId AND id = :id")
   Optional<Event> find(String workspaceId, String id);

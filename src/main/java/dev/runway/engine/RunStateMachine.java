@@ -105,6 +105,55 @@ public final class RunStateMachine {
   }
 
 
+  /**
+   * Makes every move that needs no waiting (pass a gate, start or finish a delay, expire an
+   * approval, finish the run) and stops where the run must wait. Returns true when it stands at an
+   * http step whose call is due now; approval gates without a time-out of their own use
+   * {@code approvalTimeoutSeconds}.
+   */
+  public boolean moveUntilWaiting(long approvalTimeoutSeconds) {
+    while (true) {
+      if (status != RunStatus.RUNNING && status != RunStatus.AWAITING_APPROVAL) {
+        dueAt = null; // ended: nothing is due
+        return false;
+      }
+      if (status == RunStatus.AWAITING_APPROVAL) {
+        if (approvalTimedOut()) {
+          expireApproval();
+        } else {
+          dueAt = Instant.parse(approval.path("expires_at").asText());
+        }
+        return false;
+      }
+      if (currentStep < 0) {
+        awaitApproval(approvalTimeoutSeconds);
+        return false;
+      }
+      if (currentStep >= definition.size()) {
+        succeed();
+        return false;
+      }
+      Step step = definition.get(currentStep);
+      if (step instanceof Step.Approval gate) {
+        awaitApproval(gate.timeoutSeconds());
+        return false;
+      }
+      if (step instanceof Step.Delay delay) {
+        if (!step(currentStep).hasNonNull("wake_at")) {
+          startDelay(delay.seconds());
+        }
+        Instant wake = Instant.parse(step(currentStep).get("wake_at").asText());
+        if (now.isBefore(wake)) {
+          dueAt = wake;
+          return false;
+        }
+        completeStep(null);
+        continue;
+      }
+      return dueAt == null || !now.isBefore(dueAt); // an http step: due now, or waiting for its retry time
+    }
+  }
+
   /** The run to save: the new state with the next version, held by {@code leaseOwner} until {@code leaseUntil}. */
   public Run toRun(String leaseOwner, Instant leaseUntil) {
     return new Run(base.id(), base.workspaceId(), base.workflowId(), base.project(), status.wireName(),

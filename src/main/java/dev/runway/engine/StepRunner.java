@@ -43,51 +43,7 @@ final class StepRunner {
    * whose call is due (then {@link #leaseForCall} marks the attempt and the lease before saving).
    */
   boolean planInstantMoves(RunStateMachine m) {
-    while (true) {
-      RunStatus status = m.status();
-      if (status != RunStatus.RUNNING && status != RunStatus.AWAITING_APPROVAL) {
-        m.dueAgainAt(null); // ended: nothing is due
-        return false;
-      }
-      if (status == RunStatus.AWAITING_APPROVAL) {
-        if (m.approvalTimedOut()) {
-          m.expireApproval();
-        } else {
-          m.dueAgainAt(Instant.parse(m.approval().path("expires_at").asText()));
-        }
-        return false;
-      }
-      if (m.currentStep() < 0) {
-        m.awaitApproval(settings.approvalTimeoutSeconds());
-        return false;
-      }
-      if (m.currentStep() >= m.definition().size()) {
-        m.succeed();
-        return false;
-      }
-      Step step = m.definition().get(m.currentStep());
-      if (step instanceof Step.Approval approval) {
-        m.awaitApproval(approval.timeoutSeconds());
-        return false;
-      }
-      if (step instanceof Step.Delay delay) {
-        ObjectNode state = m.step(m.currentStep());
-        if (!state.hasNonNull("wake_at")) {
-          m.startDelay(delay.seconds());
-        }
-        Instant wake = Instant.parse(m.step(m.currentStep()).get("wake_at").asText());
-        if (m.now().isBefore(wake)) {
-          m.dueAgainAt(wake);
-          return false;
-        }
-        m.completeStep(null);
-        continue;
-      }
-      if (m.dueAt() != null && m.now().isBefore(m.dueAt())) {
-        return false; // an http step waiting for its retry time
-      }
-      return true;
-    }
+    return m.moveUntilWaiting(settings.approvalTimeoutSeconds());
   }
 
   /** The run as saved when this instance takes it for an http call: attempt started, lease for the call's length. */
@@ -131,11 +87,11 @@ final class StepRunner {
 
   /** Saves a move if the run is still as it was read; false when a caller's move (cancel, approve) came first. */
   private boolean save(Run next, RunStateMachine m) {
-    boolean saved = committer.commit(next.workspaceId(), h -> {
-      if (h.attach(RunDao.class).saveProgress(next) != 1) {
+    boolean saved = committer.commit(next.workspaceId(), tx -> {
+      if (tx.dao(RunDao.class).saveProgress(next) != 1) {
         return false;
       }
-      h.attach(EventDao.class).insert(m.events());
+      EventDao.insert(tx, m.events());
       return true;
     });
     if (!saved) {

@@ -1,9 +1,15 @@
 package dev.runway.run;
 
+import dev.runway.db.Jdbc;
+import dev.runway.db.Tx;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import org.jdbi.v3.core.Handle;
 import org.jdbi.v3.sqlobject.config.RegisterConstructorMapper;
 import org.jdbi.v3.sqlobject.customizer.Bind;
 import org.jdbi.v3.sqlobject.customizer.BindMap;
@@ -14,12 +20,40 @@ import org.jdbi.v3.sqlobject.statement.SqlUpdate;
 
 @RegisterConstructorMapper(Run.class)
 public interface RunDao {
-  @SqlUpdate("INSERT INTO run (id, workspace_id, workflow_id, project, status, requires_approval, inputs, "
-      + "created_at, updated_at, finished_at, approval, error, definition, steps, current_step, due_at, lease_owner, "
-      + "lease_until, version) VALUES (:id, :workspaceId, :workflowId, :project, :status, :requiresApproval, :inputs, "
-      + ":createdAt, :updatedAt, :finishedAt, :approval, :error, :definition, :steps, :currentStep, :dueAt, "
-      + ":leaseOwner, :leaseUntil, :version)")
-  void insert(@BindMethods Run run);
+  /** Earlier than any due_at: as a lower bound, it lets an index range scan skip the NULLs. */
+  String DUE_SINCE = "TIMESTAMP WITH TIME ZONE '1970-01-01 00:00:00+00'";
+
+  /** Stores a new run when the group commit's transaction commits (see {@link Tx#batch}). */
+  static void insert(Tx tx, Run run) {
+    PreparedStatement ps = tx.batch("INSERT INTO run (id, workspace_id, workflow_id, project, status, "
+        + "requires_approval, inputs, created_at, updated_at, finished_at, approval, error, definition, steps, "
+        + "current_step, due_at, lease_owner, lease_until, version) "
+        + "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+    try {
+      ps.setString(1, run.id());
+      ps.setString(2, run.workspaceId());
+      ps.setString(3, run.workflowId());
+      ps.setString(4, run.project());
+      ps.setString(5, run.status());
+      ps.setBoolean(6, run.requiresApproval());
+      ps.setString(7, run.inputs());
+      Jdbc.setTime(ps, 8, run.createdAt());
+      Jdbc.setTime(ps, 9, run.updatedAt());
+      Jdbc.setTime(ps, 10, run.finishedAt());
+      ps.setString(11, run.approval());
+      ps.setString(12, run.error());
+      ps.setString(13, run.definition());
+      ps.setString(14, run.steps());
+      ps.setInt(15, run.currentStep());
+      Jdbc.setTime(ps, 16, run.dueAt());
+      ps.setString(17, run.leaseOwner());
+      Jdbc.setTime(ps, 18, run.leaseUntil());
+      ps.setInt(19, run.version());
+      ps.addBatch();
+    } catch (SQLException e) {
+      throw new Tx.UncheckedSqlException(e);
+    }
+  }
 
   @SqlQuery("SELECT * FROM run WHERE workspace_id = :workspaceId AND id = :id FOR UPDATE")
   Optional<Run> findForUpdate(String workspaceId, String id);
@@ -34,20 +68,45 @@ public interface RunDao {
       + "WHERE id = :id AND version = :version - 1")
   int saveProgress(@BindMethods Run run);
 
-  /** Runs the engine should look at now and that no live lease holds, longest due first. */
-  @SqlQuery("SELECT * FROM run WHERE due_at <= :now AND (lease_until IS NULL OR lease_until < :now) "
-      + "ORDER BY due_at LIMIT :limit")
+  /**
+   * Runs the engine should look at now and that no live lease holds, longest due first. The lower
+   * bound on due_at matters: H2 keeps the ended runs' NULLs at the start of the due_at index, and
+   * without it would walk all of them on every poll.
+   */
+  @SqlQuery("SELECT * FROM run WHERE due_at >= " + DUE_SINCE + " AND due_at <= :now "
+      + "AND (lease_until IS NULL OR lease_until < :now) ORDER BY due_at LIMIT :limit")
   List<Run> dueRuns(java.time.Instant now, int limit);
 
   /**
    * Drops every lease: only for a single-process database (H2), at start, after a crash. Leased
    * runs are always due, so the due_at index finds them without reading ended runs.
    */
-  @SqlUpdate("UPDATE run SET lease_owner = NULL, lease_until = NULL WHERE due_at IS NOT NULL AND lease_owner IS NOT NULL")
+  @SqlUpdate("UPDATE run SET lease_owner = NULL, lease_until = NULL WHERE due_at >= " + DUE_SINCE
+      + " AND lease_owner IS NOT NULL")
   int releaseAllLeases();
 
-  @SqlQuery("SELECT * FROM run WHERE workspace_id = :workspaceId AND id = :id")
-  Optional<Run> find(String workspaceId, String id);
+  /** The run, if the workspace has it: plain JDBC, as GET /v1/runs/{id} is among the most frequent requests. */
+  static Optional<Run> find(Handle h, String workspaceId, String id) {
+    try (PreparedStatement ps = h.getConnection().prepareStatement(
+        "SELECT * FROM run WHERE workspace_id = ? AND id = ?")) {
+      ps.setString(1, workspaceId);
+      ps.setString(2, id);
+      try (ResultSet rs = ps.executeQuery()) {
+        return rs.next() ? Optional.of(fromRow(rs)) : Optional.empty();
+      }
+    } catch (SQLException e) {
+      throw new Tx.UncheckedSqlException(e);
+    }
+  }
+
+  private static Run fromRow(ResultSet rs) throws SQLException {
+    return new Run(rs.getString("id"), rs.getString("workspace_id"), rs.getString("workflow_id"),
+        rs.getString("project"), rs.getString("status"), rs.getBoolean("requires_approval"), rs.getString("inputs"),
+        Jdbc.getTime(rs, "created_at"), Jdbc.getTime(rs, "updated_at"), Jdbc.getTime(rs, "finished_at"),
+        rs.getString("approval"), rs.getString("error"), rs.getString("definition"), rs.getString("steps"),
+        rs.getInt("current_step"), Jdbc.getTime(rs, "due_at"), rs.getString("lease_owner"),
+        Jdbc.getTime(rs, "lease_until"), rs.getInt("version"));
+  }
 
   @SqlQuery("SELECT * FROM run WHERE workspace_id = :workspaceId <filters> ORDER BY id DESC LIMIT :limit")
   List<Run> select(@Bind("workspaceId") String workspaceId, @Define("filters") String filters,

@@ -17,13 +17,14 @@ import dev.runway.workflow.Workflow;
 import dev.runway.workflow.WorkflowService;
 import java.time.Duration;
 import java.time.Instant;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.Consumer;
-import org.jdbi.v3.core.Handle;
+import dev.runway.db.Tx;
 import org.jdbi.v3.core.Jdbi;
 import org.jdbi.v3.core.JdbiException;
 
@@ -33,19 +34,22 @@ public final class RunService {
   private final GroupCommitter committer;
   private final WorkflowService workflows;
   private final Duration idempotencyTtl;
+  private final long approvalTimeoutSeconds;
   private final Runnable runDue;
   private final ConcurrentHashMap<Workflow, Template> templates = new ConcurrentHashMap<>();
 
   /**
    * Writes go through {@code committer} (group commit); {@code runDue} is told when a run became
-   * due now (the engine then looks at once).
+   * due now (the engine then looks at once); approval gates without a time-out of their own get
+   * {@code approvalTimeoutSeconds}.
    */
   public RunService(Jdbi jdbi, GroupCommitter committer, WorkflowService workflows, Duration idempotencyTtl,
-      Runnable runDue) {
+      long approvalTimeoutSeconds, Runnable runDue) {
     this.jdbi = jdbi;
     this.committer = committer;
     this.workflows = workflows;
     this.idempotencyTtl = idempotencyTtl;
+    this.approvalTimeoutSeconds = approvalTimeoutSeconds;
     this.runDue = runDue;
   }
 
@@ -62,9 +66,10 @@ public final class RunService {
     }
     Run run = newRun(caller, request);
     String body = Json.string(RunView.of(run));
+    Firsts firsts = firstMoves(run, caller);
     if (request.idempotencyKey() == null) {
-      committer.commit(caller.workspaceId(), h -> insert(h, run, caller));
-      runDue.run();
+      committer.commit(caller.workspaceId(), tx -> insert(tx, firsts));
+      firsts.wakeEngine(runDue);
       return new Started(200, body, false);
     }
     String requestHash = requestHash(request);
@@ -73,13 +78,13 @@ public final class RunService {
       return replay.get();
     }
     try {
-      committer.commit(caller.workspaceId(), h -> {
-        IdempotencyDao keys = h.attach(IdempotencyDao.class);
+      committer.commit(caller.workspaceId(), tx -> {
+        IdempotencyDao keys = tx.dao(IdempotencyDao.class);
         keys.deleteIfExpired(caller.workspaceId(), request.idempotencyKey(), run.createdAt());
         // The key's row goes in with the run: a concurrent twin fails on it (or waits for it), then replays.
         keys.insert(new IdempotencyRecord(caller.workspaceId(), request.idempotencyKey(), requestHash, 200, body,
             run.createdAt(), run.createdAt().plus(idempotencyTtl)));
-        return insert(h, run, caller);
+        return insert(tx, firsts);
       });
     } catch (JdbiException e) {
       if (SqlErrors.isUniqueViolation(e) || SqlErrors.isLockTimeout(e)) {
@@ -89,7 +94,7 @@ public final class RunService {
       }
       throw e;
     }
-    runDue.run();
+    firsts.wakeEngine(runDue);
     return new Started(200, body, false);
   }
 
@@ -141,10 +146,34 @@ public final class RunService {
     return made;
   }
 
-  private static Run insert(Handle h, Run run, Principal caller) {
-    h.attach(RunDao.class).insert(run);
-    h.attach(EventDao.class).insert(List.of(RunStateMachine.started(run, caller.keyId())));
-    return run;
+  /** A new run as it is stored: moved on as far as it goes without waiting, and its events. */
+  private record Firsts(Run run, List<Event> events, boolean callDue) {
+    void wakeEngine(Runnable runDue) {
+      if (callDue) {
+        runDue.run();
+      }
+    }
+  }
+
+  /**
+   * The moves a new run makes at once (finish a run without steps, stop at an approval gate, start
+   * a delay) are made here and stored with the run in its first commit; the engine takes over when
+   * the run stands at an http step or has to wait. The caller still gets the run as it started:
+   * {@code running}.
+   */
+  private Firsts firstMoves(Run run, Principal caller) {
+    RunStateMachine machine = new RunStateMachine(run, run.createdAt());
+    boolean callDue = machine.moveUntilWaiting(approvalTimeoutSeconds);
+    List<Event> events = new ArrayList<>();
+    events.add(RunStateMachine.started(run, caller.keyId()));
+    events.addAll(machine.events());
+    return new Firsts(machine.toRun(null, null), events, callDue);
+  }
+
+  private static Run insert(Tx tx, Firsts firsts) {
+    RunDao.insert(tx, firsts.run());
+    EventDao.insert(tx, firsts.events());
+    return firsts.run();
   }
 
   /** Approves a run waiting at an approval; 409 run_state_conflict if it is not waiting. */
@@ -168,8 +197,8 @@ public final class RunService {
    */
   private Run move(Principal caller, String runId, Consumer<RunStateMachine> move) {
     AtomicBoolean tooLate = new AtomicBoolean();
-    Run saved = committer.commit(caller.workspaceId(), h -> {
-      RunDao runs = h.attach(RunDao.class);
+    Run saved = committer.commit(caller.workspaceId(), tx -> {
+      RunDao runs = tx.dao(RunDao.class);
       Run run = runs.findForUpdate(caller.workspaceId(), runId).orElseThrow(() -> runNotFound(runId));
       checkProject(caller, run);
       RunStateMachine machine = new RunStateMachine(run, Time.now());
@@ -184,7 +213,7 @@ public final class RunService {
       if (runs.saveProgress(next) != 1) {
         throw new IllegalStateException("run " + runId + " changed under its row lock");
       }
-      h.attach(EventDao.class).insert(machine.events());
+      EventDao.insert(tx, machine.events());
       return next;
     });
     if (tooLate.get()) {
@@ -234,7 +263,7 @@ public final class RunService {
   }
 
   public Run get(Principal caller, String runId) {
-    Run run = jdbi.withExtension(RunDao.class, dao -> dao.find(caller.workspaceId(), runId))
+    Run run = jdbi.withHandle(h -> RunDao.find(h, caller.workspaceId(), runId))
         .orElseThrow(() -> runNotFound(runId));
     checkProject(caller, run);
     return run;

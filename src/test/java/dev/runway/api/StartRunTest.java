@@ -1,8 +1,13 @@
 package dev.runway.api;
 
+import java.util.List;
+
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+
 import static dev.runway.support.Problems.assertProblem;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -13,15 +18,55 @@ import dev.runway.support.Http;
 import java.io.ByteArrayInputStream;
 import java.net.http.HttpRequest;
 import java.time.Instant;
+import java.util.List;
 import java.util.Map;
 
 /** The spec's endpoint, POST /v1/workflows/{id}/runs: its three rules and every way to get it wrong. */
 class StartRunTest {
   private static final String TIME = "\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\d\\.\\d{3}Z";
 
+  /**
+   * The moves a new run makes without waiting are stored in its start's own commit: a run without
+   * steps has ended, a run that requires approval waits at its gate. The caller is still told
+   * {@code running} (spec rule 3), and the timeline shows both moves.
+   */
+  @BothDatabases
+  void a_run_is_stored_as_far_as_it_goes_without_waiting(Api api) {
+    api.workflow("nothing", false);
+    api.workflow("gated", true);
+    api.test(http -> {
+      Http.Reply done = http.startRun("nothing", "demo");
+      assertEquals(200, done.status(), done::toString);
+      assertEquals("running", done.json().get("status").asText(), "rule 3");
+      String doneId = done.json().get("id").asText();
+      Map<String, Object> stored = api.storedRun(doneId).orElseThrow();
+      assertEquals("succeeded", stored.get("status"));
+      assertNotNull(stored.get("finished_at"));
+      assertNull(stored.get("due_at"), "nothing left for the engine");
+      assertEquals(List.of("run.started", "run.succeeded"), eventTypes(http, doneId));
+
+      Http.Reply gated = http.startRun("gated", "demo");
+      assertEquals("running", gated.json().get("status").asText(), "rule 3");
+      String gatedId = gated.json().get("id").asText();
+      JsonNode read = http.get("/v1/runs/" + gatedId).json();
+      assertEquals("awaiting_approval", read.get("status").asText(), read::toString);
+      assertEquals("pending", read.get("approval").get("status").asText());
+      assertNotNull(api.storedRun(gatedId).orElseThrow().get("due_at"), "due when the approval expires");
+      assertEquals(List.of("run.started", "run.awaiting_approval"), eventTypes(http, gatedId));
+      assertEquals("approved", http.post("/v1/runs/" + gatedId + "/approve", "{}").json().get("approval")
+          .get("status").asText(), "approvable at once");
+    });
+  }
+
+  private static List<String> eventTypes(Http http, String runId) {
+    List<String> types = new java.util.ArrayList<>();
+    http.get("/v1/runs/" + runId + "/events").json().get("data").forEach(e -> types.add(e.get("type").asText()));
+    return types;
+  }
+
   @BothDatabases
   void valid_request_returns_200_with_the_run_record_and_stores_it(Api api) {
-    api.workflow("hello", false);
+    api.workflowThatCalls("hello");
     api.test(http -> {
       Instant before = Instant.now().minusSeconds(1);
       Http.Reply reply = http.post("/v1/workflows/hello/runs", "{\"project\":\"demo\",\"inputs\":{\"n\":1}}");

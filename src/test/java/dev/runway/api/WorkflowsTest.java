@@ -336,7 +336,10 @@ class WorkflowsTest {
       assertEquals(1, api.countRuns(""));
       Http.Reply readRun = http.get("/v1/runs/" + runId);
       assertEquals(200, readRun.status(), readRun::toString);
-      assertEquals(run.json(), readRun.json());
+      for (String field : List.of("id", "workflow", "requires_approval", "created_at", "project")) {
+        assertEquals(run.json().get(field), readRun.json().get(field), field);
+      }
+      assertEquals("awaiting_approval", readRun.json().get("status").asText(), "stopped at its gate");
       assertEquals(List.of(runId), ids(http.get("/v1/runs?workflow=old").json()));
 
       Thread.sleep(5);

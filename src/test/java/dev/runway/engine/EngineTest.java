@@ -16,6 +16,7 @@ import dev.runway.auth.Scope;
 import dev.runway.core.Json;
 import dev.runway.core.Time;
 import dev.runway.db.WorkspaceLocks;
+import dev.runway.db.Tx;
 import dev.runway.run.RunDao;
 import dev.runway.support.Api;
 import dev.runway.support.BothDatabases;
@@ -722,9 +723,9 @@ class EngineTest {
    */
   @BothDatabases
   void a_poller_does_not_miss_an_event_committed_after_a_later_one(Api api) throws Exception {
-    api.workflow("empty", false);
+    api.workflow("gated", true); // runs wait at the gate: no engine runs here
     api.test(http -> {
-      String first = start(http, "empty");
+      String first = start(http, "gated");
       Http.Reply before = http.get("/v1/events");
       assertEquals(200, before.status(), before::toString);
       String start = before.json().get("next_cursor").asText();
@@ -739,9 +740,11 @@ class EngineTest {
         RunStateMachine cancel = new RunStateMachine(runs.findForUpdate(api.workspace, first).orElseThrow(), Time.now());
         cancel.cancel(RunStateMachine.ENGINE);
         assertEquals(1, runs.saveProgress(cancel.toRun(null, null)));
-        slow.attach(EventDao.class).insert(cancel.events());
+        Tx tx = new Tx(slow);
+        EventDao.insert(tx, cancel.events());
+        tx.flush();
 
-        Future<Http.Reply> second = pool.submit(() -> http.startRun("empty", "demo"));
+        Future<Http.Reply> second = pool.submit(() -> http.startRun("gated", "demo"));
         try {
           second.get(300, TimeUnit.MILLISECONDS);
         } catch (TimeoutException e) {
@@ -756,7 +759,8 @@ class EngineTest {
         Http.Reply all = http.get("/v1/events?limit=1000&starting_after=" + start);
         List<JsonNode> everything = new ArrayList<>();
         all.json().get("data").forEach(everything::add);
-        assertEquals(Set.of(first + " run.canceled", started.json().get("id").asText() + " run.started"),
+        String secondId = started.json().get("id").asText();
+        assertEquals(Set.of(first + " run.canceled", secondId + " run.started", secondId + " run.awaiting_approval"),
             everything.stream().map(e -> e.get("run_id").asText() + " " + e.get("type").asText())
                 .collect(java.util.stream.Collectors.toSet()), all::toString);
         assertEquals(everything, seen, "the poller saw every event once, in the feed's order");

@@ -70,6 +70,16 @@ public final class Api {
     workflowIn(workspace, id, requiresApproval);
   }
 
+  /**
+   * A workflow whose one step calls a tool: its runs stay {@code running} while no engine runs
+   * (these tests start none), as a run without steps would not (it ends in its start's commit).
+   */
+  public void workflowThatCalls(String id) {
+    ObjectNode body = Json.MAPPER.createObjectNode().put("requires_approval", false);
+    body.putArray("steps").addObject().put("type", "http").put("url", "https://tools.example.com/hook");
+    services().workflows().put(workspace, id, WorkflowDefinition.parse(id, body));
+  }
+
   public void workflowIn(String workspaceId, String id, boolean requiresApproval) {
     ObjectNode body = Json.MAPPER.createObjectNode().put("requires_approval", requiresApproval);
     services().workflows().put(workspaceId, id, WorkflowDefinition.parse(id, body));

@@ -51,7 +51,8 @@ public enum TestDatabase {
 
   /**
    * Starts an engine on this database for one test (close it at the end). API tests run without
-   * one, so the runs they start stay as started; engine tests call this. Tool servers of the tests
+   * one, so runs stay where their start left them (a run that calls a tool stays running); engine
+   * tests call this. Tool servers of the tests
    * listen on loopback, so private networks are allowed; retries are quick.
    */
   public Engine startEngine() {

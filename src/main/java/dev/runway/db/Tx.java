@@ -1,0 +1,76 @@
+package dev.runway.db;
+
+import java.sql.PreparedStatement;
+import java.sql.SQLException;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import org.jdbi.v3.core.Handle;
+
+/**
+ * A group commit's transaction as each of its writes sees it. DAOs are attached once per
+ * transaction and shared by its writes. The hottest inserts (runs and events) go through
+ * {@link #batch} instead: plain JDBC, one prepared statement per transaction, and every write's
+ * rows sent together just before the commit. At thousands of writes a second, Jdbi's per-call
+ * set-up cost more than the database's own work, and on PostgreSQL each statement is a round trip.
+ */
+public final class Tx implements AutoCloseable {
+  private final Handle handle;
+  private final Map<Class<?>, Object> daos = new HashMap<>();
+  private final Map<String, PreparedStatement> statements = new LinkedHashMap<>();
+
+  public Tx(Handle handle) {
+    this.handle = handle;
+  }
+
+  public <D> D dao(Class<D> type) {
+    return type.cast(daos.computeIfAbsent(type, handle::attach));
+  }
+
+  /**
+   * The statement to add rows to ({@code addBatch}) for {@code sql}; they are executed at
+   * {@link #flush}, before the transaction commits. Only for inserts that nothing in the same
+   * transaction reads back.
+   */
+  public PreparedStatement batch(String sql) {
+    PreparedStatement ps = statements.get(sql);
+    if (ps == null) {
+      try {
+        ps = handle.getConnection().prepareStatement(sql);
+      } catch (SQLException e) {
+        throw new UncheckedSqlException(e);
+      }
+      statements.put(sql, ps);
+    }
+    return ps;
+  }
+
+  /** Executes the rows added through {@link #batch}, in the order their statements were first asked for. */
+  public void flush() {
+    try {
+      for (PreparedStatement ps : statements.values()) {
+        ps.executeBatch();
+      }
+    } catch (SQLException e) {
+      throw new UncheckedSqlException(e);
+    }
+  }
+
+  @Override
+  public void close() {
+    for (PreparedStatement ps : statements.values()) {
+      try {
+        ps.close();
+      } catch (SQLException e) {
+        // The connection goes back to the pool either way; a broken one is evicted there.
+      }
+    }
+  }
+
+  /** A JDBC failure of a plain statement; {@link SqlErrors} reads its SQL state as for Jdbi's exceptions. */
+  public static final class UncheckedSqlException extends RuntimeException {
+    public UncheckedSqlException(SQLException cause) {
+      super(cause.getMessage(), cause);
+    }
+  }
+}

@@ -1,0 +1,93 @@
+package dev.runway.db;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.runway.core.Ids;
+import dev.runway.engine.Event;
+import dev.runway.engine.EventDao;
+import dev.runway.support.Api;
+import dev.runway.support.BothDatabases;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+
+/** Group commit: writes that share a transaction, and rows sent in one batch just before its commit. */
+class GroupCommitterTest {
+
+  /**
+   * Rows added through Tx.batch reach the database only at the commit, so a bad row fails the
+   * whole batch there. The committer must then commit the others one by one, and fail only the
+   * write that added the bad row, with the database's own error.
+   */
+  @BothDatabases
+  void a_row_that_fails_at_commit_fails_only_its_own_write(Api api) throws Exception {
+    GroupCommitter committer = api.services().database().committer();
+    String runId = Ids.newId("run");
+    Event taken = event(api, runId, Ids.newId("evt"));
+    committer.commit(api.workspace, tx -> insert(tx, taken));
+
+    ExecutorService pool = Executors.newFixedThreadPool(17);
+    try {
+      CountDownLatch queued = new CountDownLatch(1);
+      // Holds a commit thread until every write below waits, so they tend to share one batch.
+      Future<Object> blocker = pool.submit(() -> committer.commit(api.workspace, tx -> {
+        await(queued);
+        return null;
+      }));
+      List<Future<Object>> writes = new ArrayList<>();
+      List<String> goodIds = new ArrayList<>();
+      for (int i = 0; i < 16; i++) {
+        Event e = i == 7 ? taken : event(api, runId, Ids.newId("evt"));
+        if (i != 7) {
+          goodIds.add(e.id());
+        }
+        writes.add(pool.submit(() -> committer.commit(api.workspace, tx -> insert(tx, e))));
+      }
+      Thread.sleep(200);
+      queued.countDown();
+      blocker.get(10, TimeUnit.SECONDS);
+
+      for (int i = 0; i < writes.size(); i++) {
+        Future<Object> write = writes.get(i);
+        if (i == 7) {
+          ExecutionException failed = assertThrows(ExecutionException.class, () -> write.get(10, TimeUnit.SECONDS));
+          assertTrue(SqlErrors.isUniqueViolation(failed.getCause()), failed.getCause()::toString);
+        } else {
+          assertEquals("ok", write.get(10, TimeUnit.SECONDS));
+        }
+      }
+    } finally {
+      pool.shutdownNow();
+    }
+    List<String> stored = api.jdbi().withHandle(h -> h.createQuery("SELECT id FROM event WHERE run_id = :run")
+        .bind("run", runId).mapTo(String.class).list());
+    assertEquals(16, stored.size(), "the first event and the 15 good ones: " + stored);
+    assertEquals(1, stored.stream().filter(taken.id()::equals).count());
+  }
+
+  private static Object insert(Tx tx, Event e) {
+    EventDao.insert(tx, List.of(e));
+    return "ok";
+  }
+
+  private static Event event(Api api, String runId, String id) {
+    return new Event(null, id, api.workspace, runId, "hello", "demo", "test.event", "test", null, null, "{}",
+        Instant.now());
+  }
+
+  private static void await(CountDownLatch latch) {
+    try {
+      latch.await(10, TimeUnit.SECONDS);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+  }
+}
