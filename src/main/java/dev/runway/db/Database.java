@@ -24,6 +24,7 @@ public final class Database implements AutoCloseable {
   private final Jdbi jdbi;
   private final boolean h2;
   private final GroupCommitter committer;
+  private final H2Housekeeping housekeeping;
 
   private Database(DataSource dataSource, HikariDataSource ownedPool, boolean h2) {
     this.dataSource = new FailFastDataSource(dataSource, FAIL_FAST_MILLIS);
@@ -32,6 +33,7 @@ public final class Database implements AutoCloseable {
     this.h2 = h2;
     // H2 commits one at a time anyway; PostgreSQL gains from two commits in flight at once.
     this.committer = new GroupCommitter(jdbi, h2 ? 1 : 2, 10_000);
+    this.housekeeping = h2 ? new H2Housekeeping(this.dataSource) : null;
   }
 
   /** Opens a pool from the settings, makes H2 durable and applies the migrations. */
@@ -145,6 +147,9 @@ public final class Database implements AutoCloseable {
   @Override
   public void close() {
     committer.close();
+    if (housekeeping != null) {
+      housekeeping.close();
+    }
     if (ownedPool != null) {
       ownedPool.close();
     }

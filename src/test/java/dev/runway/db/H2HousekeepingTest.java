@@ -1,0 +1,79 @@
+package dev.runway.db;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.runway.Runway;
+import dev.runway.auth.Scope;
+import dev.runway.config.Settings;
+import dev.runway.support.TestDatabase;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.sql.Connection;
+import java.sql.DriverManager;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+
+/**
+ * H2 only: with a write at every commit, H2's own background writer is off, and Runway has to
+ * rewrite old, mostly dead chunks itself, or the file keeps one chunk per commit for good.
+ */
+class H2HousekeepingTest {
+  private static final int RUNS = 400;
+
+  @Test
+  void old_chunks_are_rewritten_so_the_file_does_not_keep_one_chunk_per_commit() throws Exception {
+    Settings settings = TestDatabase.H2.settingsForFreshDatabase();
+    String url = settings.asMap().get("db.url");
+    try (Runway runway = Runway.start(settings); Connection c = DriverManager.getConnection(url, "sa", "")) {
+      // H2 rewrites only chunks older than the retention time (45 s by default).
+      try (Statement s = c.createStatement()) {
+        s.execute("SET RETENTION_TIME 0");
+      }
+      String key = runway.keys().create("hk", "load", List.of(Scope.values()), null, null).key();
+      HttpClient client = HttpClient.newHttpClient();
+      assertEquals(201, send(client, runway.port(), "PUT", "/v1/workflows/hello", key, "{\"name\":\"Hello\"}"));
+      // One at a time, so that every start is a commit of its own.
+      for (int i = 0; i < RUNS; i++) {
+        assertEquals(200, send(client, runway.port(), "POST", "/v1/workflows/hello/runs", key, "{\"project\":\"p\"}"));
+      }
+
+      long deadline = System.nanoTime() + 15_000_000_000L;
+      long chunks = chunkCount(c);
+      while (chunks > RUNS / 4 && System.nanoTime() < deadline) {
+        Thread.sleep(100);
+        chunks = chunkCount(c);
+      }
+      assertTrue(chunks <= RUNS / 4, "chunks after " + RUNS + " commits: " + chunks);
+      try (Statement s = c.createStatement();
+           ResultSet r = s.executeQuery("SELECT COUNT(*) FROM run WHERE workspace_id = 'hk'")) {
+        r.next();
+        assertEquals(RUNS, r.getInt(1), "every run is still there after the rewrite");
+      }
+    }
+  }
+
+  private static long chunkCount(Connection c) throws SQLException {
+    try (Statement s = c.createStatement();
+         ResultSet r = s.executeQuery(
+             "SELECT SETTING_VALUE FROM INFORMATION_SCHEMA.SETTINGS WHERE SETTING_NAME = 'info.CHUNK_COUNT'")) {
+      r.next();
+      return Long.parseLong(r.getString(1));
+    }
+  }
+
+  private static int send(HttpClient client, int port, String method, String path, String key, String body)
+      throws Exception {
+    HttpRequest request = HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + path))
+        .header("Authorization", "Bearer " + key)
+        .header("Content-Type", "application/json")
+        .method(method, HttpRequest.BodyPublishers.ofString(body))
+        .build();
+    return client.send(request, HttpResponse.BodyHandlers.discarding()).statusCode();
+  }
+}
