@@ -2,6 +2,9 @@ package dev.runway.db;
 
 import java.sql.Connection;
 import java.sql.SQLException;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
 import javax.sql.DataSource;
 import org.h2.engine.SessionLocal;
 import org.h2.jdbc.JdbcConnection;
@@ -32,27 +35,23 @@ final class H2Housekeeping implements AutoCloseable {
   private static final int WRITE_LIMIT = 2 << 20;
 
   private final DataSource dataSource;
-  private final Thread thread;
-  private volatile boolean running = true;
+  private final ScheduledExecutorService executor = Executors.newSingleThreadScheduledExecutor(r -> {
+    Thread t = new Thread(r, "runway-h2-housekeeping");
+    t.setDaemon(true);
+    return t;
+  });
 
   H2Housekeeping(DataSource dataSource) {
     this.dataSource = dataSource;
-    this.thread = new Thread(this::run, "runway-h2-housekeeping");
-    this.thread.setDaemon(true);
-    this.thread.start();
+    executor.scheduleWithFixedDelay(this::round, INTERVAL_MILLIS, INTERVAL_MILLIS, TimeUnit.MILLISECONDS);
   }
 
-  private void run() {
-    while (running) {
-      try {
-        Thread.sleep(INTERVAL_MILLIS);
-        compact();
-      } catch (InterruptedException e) {
-        return;
-      } catch (RuntimeException | SQLException e) {
-        // The database may be away for a while; the next round tries again.
-        LOG.debug("H2 housekeeping skipped: {}", e.toString());
-      }
+  private void round() {
+    try {
+      compact();
+    } catch (RuntimeException | SQLException e) {
+      // The database may be away for a while; the next round tries again.
+      LOG.debug("H2 housekeeping skipped: {}", e.toString());
     }
   }
 
@@ -66,12 +65,15 @@ final class H2Housekeeping implements AutoCloseable {
     }
   }
 
+  /**
+   * Waits for a round in progress instead of interrupting it: an interrupt during file I/O would
+   * close H2's file channel, and with it the database.
+   */
   @Override
   public void close() {
-    running = false;
-    thread.interrupt();
+    executor.shutdown();
     try {
-      thread.join(5_000);
+      executor.awaitTermination(5, TimeUnit.SECONDS);
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
     }
