@@ -7,7 +7,7 @@
 #   ./run.sh --help >/dev/null          # builds target/runway.jar if needed
 #   bench/run.sh                        # needs wrk (Debian: apt-get install wrk)
 #
-# Settings: BENCH_CONNECTIONS (32), BENCH_SECONDS (10), BENCH_WARMUP_SECONDS (10),
+# Settings: BENCH_CONNECTIONS (32), BENCH_SECONDS (10), BENCH_WARMUP_SECONDS (30: the JIT needs about that long on 2 cores),
 # BENCH_SOAK_SECONDS (60; 0 skips the memory soak), BENCH_PG_URL
 # (jdbc:postgresql://127.0.0.1:5432/postgres), BENCH_PG_USER (postgres), BENCH_PG_PASSWORD.
 # The server runs as ./run.sh starts it (config/jvm.options, class-data sharing) with default settings, except: the
@@ -19,7 +19,7 @@ ROOT=$PWD
 JAR=$ROOT/target/runway.jar
 CONNS=${BENCH_CONNECTIONS:-32}
 SECS=${BENCH_SECONDS:-10}
-WARM=${BENCH_WARMUP_SECONDS:-10}
+WARM=${BENCH_WARMUP_SECONDS:-30}
 SOAK=${BENCH_SOAK_SECONDS:-60}
 PG_URL=${BENCH_PG_URL:-jdbc:postgresql://127.0.0.1:5432/postgres}
 PG_USER=${BENCH_PG_USER:-postgres}
