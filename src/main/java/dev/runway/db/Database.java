@@ -33,7 +33,7 @@ public final class Database implements AutoCloseable {
     this.h2 = h2;
     // H2 commits one at a time anyway; PostgreSQL gains from two commits in flight at once.
     this.committer = new GroupCommitter(jdbi, h2 ? 1 : 2, 10_000);
-    this.housekeeping = h2 ? new H2Housekeeping(this.dataSource) : null;
+    this.housekeeping = h2 ? new H2Housekeeping(dataSource) : null;
   }
 
   /** Opens a pool from the settings, makes H2 durable and applies the migrations. */

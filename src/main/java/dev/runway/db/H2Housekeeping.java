@@ -40,7 +40,13 @@ final class H2Housekeeping implements AutoCloseable {
     t.setDaemon(true);
     return t;
   });
+  /** The open file's store, fetched once (only the housekeeping thread touches it). */
+  private MVStore store;
 
+  /**
+   * {@code dataSource} is the pool itself, not the fail-fast wrapper the requests use: a failed
+   * round must not make requests fail fast. It is asked only while there is no open store.
+   */
   H2Housekeeping(DataSource dataSource) {
     this.dataSource = dataSource;
     executor.scheduleWithFixedDelay(this::round, INTERVAL_MILLIS, INTERVAL_MILLIS, TimeUnit.MILLISECONDS);
@@ -48,20 +54,24 @@ final class H2Housekeeping implements AutoCloseable {
 
   private void round() {
     try {
-      compact();
+      if (store == null || store.isClosed()) {
+        store = openStore();
+      }
+      if (store != null) {
+        store.compact(TARGET_FILL_RATE, WRITE_LIMIT);
+      }
     } catch (RuntimeException | SQLException e) {
       // The database may be away for a while; the next round tries again.
       LOG.debug("H2 housekeeping skipped: {}", e.toString());
     }
   }
 
-  private void compact() throws SQLException {
+  /** Null when another process holds the file and this one reaches it through AUTO_SERVER. */
+  private MVStore openStore() throws SQLException {
     try (Connection c = dataSource.getConnection()) {
-      // Only the process that has the file open holds its store; a second one (AUTO_SERVER) does not.
-      if (c.unwrap(JdbcConnection.class).getSession() instanceof SessionLocal session) {
-        MVStore store = session.getDatabase().getStore().getMvStore();
-        store.compact(TARGET_FILL_RATE, WRITE_LIMIT);
-      }
+      return c.unwrap(JdbcConnection.class).getSession() instanceof SessionLocal session
+          ? session.getDatabase().getStore().getMvStore()
+          : null;
     }
   }
 

@@ -22,4 +22,11 @@ public final class Jdbc {
     OffsetDateTime time = rs.getObject(column, OffsetDateTime.class);
     return time == null ? null : time.toInstant();
   }
+
+  /** A JDBC failure of a plain statement; {@link SqlErrors} reads its SQL state as for Jdbi's exceptions. */
+  public static final class UncheckedSqlException extends RuntimeException {
+    public UncheckedSqlException(SQLException cause) {
+      super(cause.getMessage(), cause);
+    }
+  }
 }

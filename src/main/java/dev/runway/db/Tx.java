@@ -38,7 +38,7 @@ public final class Tx implements AutoCloseable {
       try {
         ps = handle.getConnection().prepareStatement(sql);
       } catch (SQLException e) {
-        throw new UncheckedSqlException(e);
+        throw new Jdbc.UncheckedSqlException(e);
       }
       statements.put(sql, ps);
     }
@@ -52,7 +52,7 @@ public final class Tx implements AutoCloseable {
         ps.executeBatch();
       }
     } catch (SQLException e) {
-      throw new UncheckedSqlException(e);
+      throw new Jdbc.UncheckedSqlException(e);
     }
   }
 
@@ -64,13 +64,6 @@ public final class Tx implements AutoCloseable {
       } catch (SQLException e) {
         // The connection goes back to the pool either way; a broken one is evicted there.
       }
-    }
-  }
-
-  /** A JDBC failure of a plain statement; {@link SqlErrors} reads its SQL state as for Jdbi's exceptions. */
-  public static final class UncheckedSqlException extends RuntimeException {
-    public UncheckedSqlException(SQLException cause) {
-      super(cause.getMessage(), cause);
     }
   }
 }

@@ -42,7 +42,7 @@ public interface EventDao {
         ps.addBatch();
       }
     } catch (SQLException e) {
-      throw new Tx.UncheckedSqlException(e);
+      throw new Jdbc.UncheckedSqlException(e);
     }
   }
 

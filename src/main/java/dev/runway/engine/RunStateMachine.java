@@ -72,10 +72,6 @@ public final class RunStateMachine {
     return steps;
   }
 
-  public RunStatus status() {
-    return status;
-  }
-
   public int currentStep() {
     return currentStep;
   }
@@ -88,22 +84,13 @@ public final class RunStateMachine {
     return (ObjectNode) steps.get(index);
   }
 
-  public ObjectNode approval() {
-    return approval;
-  }
-
   public Instant now() {
     return now;
-  }
-
-  public Instant dueAt() {
-    return dueAt;
   }
 
   public List<Event> events() {
     return events;
   }
-
 
   /**
    * Makes every move that needs no waiting (pass a gate, start or finish a delay, expire an
@@ -201,7 +188,7 @@ public final class RunStateMachine {
   // ---- moves made by the engine ----
 
   /** Pauses at an approval (the workflow's gate when currentStep is -1, else an approval step). */
-  public void awaitApproval(long timeoutSeconds) {
+  private void awaitApproval(long timeoutSeconds) {
     Instant expires = now.plusSeconds(timeoutSeconds);
     approval = Json.MAPPER.createObjectNode().put("status", "pending");
     approval.put("requested_at", Json.TIME.format(now)).put("expires_at", Json.TIME.format(expires))
@@ -232,7 +219,7 @@ public final class RunStateMachine {
   }
 
   /** Starts the timer of a delay step. */
-  public void startDelay(long seconds) {
+  private void startDelay(long seconds) {
     Instant wake = now.plusSeconds(seconds);
     step(currentStep).put("status", "waiting").put("started_at", Json.TIME.format(now))
         .put("wake_at", Json.TIME.format(wake));
@@ -295,13 +282,8 @@ public final class RunStateMachine {
     fail("step_failed", message, details);
   }
 
-  public void succeed() {
+  private void succeed() {
     finish(RunStatus.SUCCEEDED, ENGINE, Map.of());
-  }
-
-  /** Nothing to do now: look again at {@code when}. */
-  public void dueAgainAt(Instant when) {
-    dueAt = when;
   }
 
   // ---- helpers ----

@@ -51,7 +51,7 @@ public interface RunDao {
       ps.setInt(19, run.version());
       ps.addBatch();
     } catch (SQLException e) {
-      throw new Tx.UncheckedSqlException(e);
+      throw new Jdbc.UncheckedSqlException(e);
     }
   }
 
@@ -95,7 +95,7 @@ public interface RunDao {
         return rs.next() ? Optional.of(fromRow(rs)) : Optional.empty();
       }
     } catch (SQLException e) {
-      throw new Tx.UncheckedSqlException(e);
+      throw new Jdbc.UncheckedSqlException(e);
     }
   }
 

@@ -8,6 +8,7 @@ import dev.runway.core.Sha256;
 import dev.runway.core.Time;
 import dev.runway.db.GroupCommitter;
 import dev.runway.db.SqlErrors;
+import dev.runway.db.Tx;
 import dev.runway.engine.Event;
 import dev.runway.engine.EventDao;
 import dev.runway.engine.RunStateMachine;
@@ -24,7 +25,6 @@ import java.util.Optional;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.Consumer;
-import dev.runway.db.Tx;
 import org.jdbi.v3.core.Jdbi;
 import org.jdbi.v3.core.JdbiException;
 

@@ -1,9 +1,5 @@
 package dev.runway.api;
 
-import java.util.List;
-
-import static org.junit.jupiter.api.Assertions.assertNotNull;
-
 import static dev.runway.support.Problems.assertProblem;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -12,12 +8,16 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.runway.core.Json;
 import dev.runway.support.Api;
 import dev.runway.support.BothDatabases;
 import dev.runway.support.Http;
+import dev.runway.workflow.WorkflowDefinition;
 import java.io.ByteArrayInputStream;
 import java.net.http.HttpRequest;
 import java.time.Instant;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 
@@ -27,13 +27,16 @@ class StartRunTest {
 
   /**
    * The moves a new run makes without waiting are stored in its start's own commit: a run without
-   * steps has ended, a run that requires approval waits at its gate. The caller is still told
-   * {@code running} (spec rule 3), and the timeline shows both moves.
+   * steps has ended, a run that requires approval waits at its gate, a first delay has its timer
+   * started. The caller is still told {@code running} (spec rule 3), and the timeline shows the moves.
    */
   @BothDatabases
   void a_run_is_stored_as_far_as_it_goes_without_waiting(Api api) {
     api.workflow("nothing", false);
     api.workflow("gated", true);
+    ObjectNode delay = Json.MAPPER.createObjectNode();
+    delay.putArray("steps").addObject().put("type", "delay").put("seconds", 60);
+    api.services().workflows().put(api.workspace, "waits", WorkflowDefinition.parse("waits", delay));
     api.test(http -> {
       Http.Reply done = http.startRun("nothing", "demo");
       assertEquals(200, done.status(), done::toString);
@@ -55,11 +58,21 @@ class StartRunTest {
       assertEquals(List.of("run.started", "run.awaiting_approval"), eventTypes(http, gatedId));
       assertEquals("approved", http.post("/v1/runs/" + gatedId + "/approve", "{}").json().get("approval")
           .get("status").asText(), "approvable at once");
+
+      Http.Reply waits = http.startRun("waits", "demo");
+      assertEquals("running", waits.json().get("status").asText(), "rule 3");
+      String waitsId = waits.json().get("id").asText();
+      JsonNode step = http.get("/v1/runs/" + waitsId).json().get("steps").get(0);
+      assertEquals("waiting", step.get("status").asText(), step::toString);
+      Instant wake = Instant.parse(step.get("wake_at").asText());
+      Instant created = Instant.parse(waits.json().get("created_at").asText());
+      assertEquals(created.plusSeconds(60), wake, "the timer starts at the start");
+      assertEquals(List.of("run.started", "step.waiting"), eventTypes(http, waitsId));
     });
   }
 
   private static List<String> eventTypes(Http http, String runId) {
-    List<String> types = new java.util.ArrayList<>();
+    List<String> types = new ArrayList<>();
     http.get("/v1/runs/" + runId + "/events").json().get("data").forEach(e -> types.add(e.get("type").asText()));
     return types;
   }

@@ -34,6 +34,7 @@ class GroupCommitterTest {
     Event taken = event(api, runId, Ids.newId("evt"));
     committer.commit(api.workspace, tx -> insert(tx, taken));
 
+    List<String> goodIds = new ArrayList<>();
     ExecutorService pool = Executors.newFixedThreadPool(17);
     try {
       CountDownLatch queued = new CountDownLatch(1);
@@ -43,7 +44,6 @@ class GroupCommitterTest {
         return null;
       }));
       List<Future<Object>> writes = new ArrayList<>();
-      List<String> goodIds = new ArrayList<>();
       for (int i = 0; i < 16; i++) {
         Event e = i == 7 ? taken : event(api, runId, Ids.newId("evt"));
         if (i != 7) {
@@ -70,6 +70,7 @@ class GroupCommitterTest {
     List<String> stored = api.jdbi().withHandle(h -> h.createQuery("SELECT id FROM event WHERE run_id = :run")
         .bind("run", runId).mapTo(String.class).list());
     assertEquals(16, stored.size(), "the first event and the 15 good ones: " + stored);
+    assertTrue(stored.containsAll(goodIds), "every good write is stored: " + stored);
     assertEquals(1, stored.stream().filter(taken.id()::equals).count());
   }
 

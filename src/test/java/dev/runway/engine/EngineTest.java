@@ -15,8 +15,8 @@ import dev.runway.auth.KeyHasher;
 import dev.runway.auth.Scope;
 import dev.runway.core.Json;
 import dev.runway.core.Time;
-import dev.runway.db.WorkspaceLocks;
 import dev.runway.db.Tx;
+import dev.runway.db.WorkspaceLocks;
 import dev.runway.run.RunDao;
 import dev.runway.support.Api;
 import dev.runway.support.BothDatabases;
@@ -740,9 +740,10 @@ class EngineTest {
         RunStateMachine cancel = new RunStateMachine(runs.findForUpdate(api.workspace, first).orElseThrow(), Time.now());
         cancel.cancel(RunStateMachine.ENGINE);
         assertEquals(1, runs.saveProgress(cancel.toRun(null, null)));
-        Tx tx = new Tx(slow);
-        EventDao.insert(tx, cancel.events());
-        tx.flush();
+        try (Tx tx = new Tx(slow)) {
+          EventDao.insert(tx, cancel.events());
+          tx.flush();
+        }
 
         Future<Http.Reply> second = pool.submit(() -> http.startRun("gated", "demo"));
         try {
