@@ -25,6 +25,7 @@ PG_URL=${BENCH_PG_URL:-jdbc:postgresql://127.0.0.1:5432/postgres}
 PG_USER=${BENCH_PG_USER:-postgres}
 PG_PASSWORD=${BENCH_PG_PASSWORD:-}
 OPTS=$(grep -v '^#' config/jvm.options | tr '\n' ' ')
+export MALLOC_ARENA_MAX=${MALLOC_ARENA_MAX:-2}  # as ./run.sh sets it
 
 command -v wrk >/dev/null || { echo "bench: wrk is missing (Debian: apt-get install wrk)" >&2; exit 2; }
 [ -f "$JAR" ] || { echo "bench: no $JAR; run ./run.sh --help or mvn -B -DskipTests package first" >&2; exit 2; }

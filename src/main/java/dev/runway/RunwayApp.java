@@ -39,6 +39,9 @@ public final class RunwayApp {
       config.startup.showOldJavalinVersionWarning = false;
       config.http.prefer405over404 = true;
       config.http.maxRequestSize = settings.maxBodyBytes();
+      // Javalin copies each response body into Jetty's buffer through a buffer of this size, made
+      // anew for every request (by default 32 KB: most of what a request allocated).
+      config.http.responseBufferSize = 4096;
       config.jetty.host = settings.httpHost();
       config.jetty.port = settings.httpPort();
       QueuedThreadPool threads = new QueuedThreadPool(settings.maxThreads(), Math.min(8, settings.maxThreads()));

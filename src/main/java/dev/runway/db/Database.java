@@ -18,6 +18,8 @@ public final class Database implements AutoCloseable {
   private static final Duration STARTUP_PATIENCE = Duration.ofSeconds(30);
   /** How long requests fail at once after a failed connection, before one tries again. */
   private static final long FAIL_FAST_MILLIS = 1000;
+  /** H2's page cache in KB (see {@link #configureH2}). */
+  private static final int H2_CACHE_KB = 1024;
 
   private final FailFastDataSource dataSource;
   private final HikariDataSource ownedPool;
@@ -67,7 +69,7 @@ public final class Database implements AutoCloseable {
   }
 
   private static Database prepare(DataSource dataSource, HikariDataSource ownedPool) {
-    boolean h2 = makeDurable(dataSource);
+    boolean h2 = configureH2(dataSource);
     Flyway.configure()
         .dataSource(dataSource)
         // Shared migrations, then the few settings that differ between H2 and PostgreSQL.
@@ -80,15 +82,21 @@ public final class Database implements AutoCloseable {
   /**
    * H2 writes committed transactions to its file only every 500 ms by default, so a kill -9
    * loses what was acknowledged in between. WRITE_DELAY 0 writes at each commit. The setting
-   * is kept in the database file, so it holds whatever URL opens it later. Returns whether the
-   * database is H2.
+   * is kept in the database file, so it holds whatever URL opens it later.
+   *
+   * <p>H2's page cache is made small (1 MB; by default 64 MB per GB of heap). It lives in the old
+   * generation and is rewired at every page access, so each young collection had to scan it: with
+   * a 16 MB cache a young pause took about 10 ms under write load, with 1 MB about 3 ms. The pages
+   * a request needs (the right edges of the indexes, recent runs) stay in it, and the operating
+   * system caches the file. Returns whether the database is H2.
    */
-  private static boolean makeDurable(DataSource dataSource) {
+  private static boolean configureH2(DataSource dataSource) {
     try (Connection c = firstConnection(dataSource)) {
       boolean h2 = c.getMetaData().getURL().startsWith("jdbc:h2:");
       if (h2) {
         try (Statement s = c.createStatement()) {
           s.execute("SET WRITE_DELAY 0");
+          s.execute("SET CACHE_SIZE " + H2_CACHE_KB);
         }
       }
       return h2;

@@ -20,8 +20,9 @@ import java.util.List;
 import org.junit.jupiter.api.Test;
 
 /**
- * H2 only: with a write at every commit, H2's own background writer is off, and Runway has to
- * rewrite old, mostly dead chunks itself, or the file keeps one chunk per commit for good.
+ * H2 only: the settings Runway gives H2 at start, and the housekeeping they need. With a write at
+ * every commit, H2's own background writer is off, and Runway has to rewrite old, mostly dead
+ * chunks itself, or the file keeps one chunk per commit for good.
  */
 class H2HousekeepingTest {
   private static final int RUNS = 400;
@@ -55,6 +56,25 @@ class H2HousekeepingTest {
         r.next();
         assertEquals(RUNS, r.getInt(1), "every run is still there after the rewrite");
       }
+    }
+  }
+
+  @Test
+  void a_started_server_has_made_h2_write_every_commit_and_keep_a_small_page_cache() throws Exception {
+    Settings settings = TestDatabase.H2.settingsForFreshDatabase();
+    String url = settings.asMap().get("db.url");
+    try (Runway runway = Runway.start(settings); Connection c = DriverManager.getConnection(url, "sa", "")) {
+      assertEquals("0", setting(c, "WRITE_DELAY"), "a commit is in the file before its 200");
+      assertEquals("1024", setting(c, "CACHE_SIZE"), "H2's page cache, in KB");
+    }
+  }
+
+  private static String setting(Connection c, String name) throws SQLException {
+    try (Statement s = c.createStatement();
+         ResultSet r = s.executeQuery(
+             "SELECT SETTING_VALUE FROM INFORMATION_SCHEMA.SETTINGS WHERE SETTING_NAME = '" + name + "'")) {
+      assertTrue(r.next(), name);
+      return r.getString(1);
     }
   }
 
