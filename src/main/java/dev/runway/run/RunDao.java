@@ -59,13 +59,14 @@ public interface RunDao {
   Optional<Run> findForUpdate(String workspaceId, String id);
 
   /**
-   * Writes a run's new progress if nobody changed it since {@code expectedVersion} was read;
-   * returns 0 when somebody did (the caller lost the race and must not go on).
+   * Writes a run's new progress if the stored run is still at the version before {@code run}'s and
+   * has not ended; returns 0 otherwise (the caller lost the race and must not go on). An ended run
+   * never changes again, which lets every instance keep copies of ended runs (EndedRuns).
    */
   @SqlUpdate("UPDATE run SET status = :status, approval = :approval, error = :error, steps = :steps, "
       + "current_step = :currentStep, due_at = :dueAt, finished_at = :finishedAt, updated_at = :updatedAt, "
       + "lease_owner = :leaseOwner, lease_until = :leaseUntil, version = :version "
-      + "WHERE id = :id AND version = :version - 1")
+      + "WHERE id = :id AND version = :version - 1 AND finished_at IS NULL")
   int saveProgress(@BindMethods Run run);
 
   /**

@@ -37,6 +37,7 @@ public final class RunService {
   private final long approvalTimeoutSeconds;
   private final Runnable runDue;
   private final ConcurrentHashMap<Workflow, Template> templates = new ConcurrentHashMap<>();
+  private final EndedRuns endedRuns = new EndedRuns();
 
   /**
    * Writes go through {@code committer} (group commit); {@code runDue} is told when a run became
@@ -262,9 +263,14 @@ public final class RunService {
     return Sha256.hex(canonical);
   }
 
+  /** The run; an ended one from memory when this instance has read it before (see EndedRuns). */
   public Run get(Principal caller, String runId) {
-    Run run = jdbi.withHandle(h -> RunDao.find(h, caller.workspaceId(), runId))
-        .orElseThrow(() -> runNotFound(runId));
+    Run run = endedRuns.find(caller.workspaceId(), runId).orElseGet(() -> {
+      Run read = jdbi.withHandle(h -> RunDao.find(h, caller.workspaceId(), runId))
+          .orElseThrow(() -> runNotFound(runId));
+      endedRuns.offer(read);
+      return read;
+    });
     checkProject(caller, run);
     return run;
   }

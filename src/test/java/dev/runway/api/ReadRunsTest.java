@@ -8,6 +8,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.runway.auth.Scope;
+import dev.runway.run.Run;
+import dev.runway.run.RunDao;
 import dev.runway.support.Api;
 import dev.runway.support.BothDatabases;
 import dev.runway.support.Http;
@@ -77,6 +79,71 @@ class ReadRunsTest {
       assertProblem(http.get("/v1/runs/" + id), 404, "run_not_found");
       assertEquals(0, http.get("/v1/runs").json().get("data").size());
       assertEquals(200, http.get("/v1/runs/" + id, theirKey).status());
+    });
+  }
+
+  /**
+   * An ended run never changes, so an instance may answer a repeated read of one from memory; that
+   * must not change what anybody may read. Reading it first with the owner's key, then with others.
+   */
+  @BothDatabases
+  void an_ended_run_read_again_is_the_same_and_still_only_for_its_workspace_and_projects(Api api) {
+    api.workflow("hello", false); // no steps: the run has succeeded by the time start answers
+    String other = Api.newWorkspaceId();
+    api.workflowIn(other, "theirs", false);
+    String otherWorkspaceKey = api.keyIn(other, null, Scope.values());
+    String alphaKey = api.keyForProjects("alpha");
+    String betaKey = api.keyForProjects("beta");
+    api.test(http -> {
+      String id = http.startRun("hello", "alpha").json().get("id").asText();
+      Http.Reply first = http.get("/v1/runs/" + id);
+      assertEquals(200, first.status(), first::toString);
+      assertEquals("succeeded", first.json().get("status").asText());
+      assertFalse(first.json().get("finished_at").isNull(), first::toString);
+
+      for (int i = 0; i < 3; i++) {
+        Http.Reply again = http.get("/v1/runs/" + id);
+        assertEquals(200, again.status(), again::toString);
+        assertEquals(first.body(), again.body(), "the same record, byte for byte");
+        assertTrue(again.header("Request-Id").startsWith("req_"));
+      }
+      assertProblem(http.get("/v1/runs/" + id, otherWorkspaceKey), 404, "run_not_found");
+      assertProblem(http.get("/v1/runs/" + id + "/events", otherWorkspaceKey), 404, "run_not_found");
+      assertProblem(http.get("/v1/runs/" + id, betaKey), 403, "project_forbidden");
+      assertEquals(first.body(), http.get("/v1/runs/" + id, alphaKey).body());
+    });
+  }
+
+  /** A run still in progress is read from the database each time: a read shows every move made since. */
+  @BothDatabases
+  void a_run_in_progress_shows_each_move_made_since_the_last_read(Api api) {
+    api.workflow("gated", true);
+    api.test(http -> {
+      String id = http.startRun("gated", "demo").json().get("id").asText();
+      assertEquals("awaiting_approval", http.get("/v1/runs/" + id).json().get("status").asText());
+      assertEquals("awaiting_approval", http.get("/v1/runs/" + id).json().get("status").asText());
+      assertEquals(200, http.post("/v1/runs/" + id + "/cancel", "{}").status());
+      Http.Reply canceled = http.get("/v1/runs/" + id);
+      assertEquals("canceled", canceled.json().get("status").asText(), canceled::toString);
+      assertEquals("canceled", api.storedRun(id).orElseThrow().get("status"));
+      assertEquals(canceled.body(), http.get("/v1/runs/" + id).body());
+    });
+  }
+
+  /** The database itself refuses to change a run that has ended, whatever version a writer holds. */
+  @BothDatabases
+  void an_ended_run_is_never_saved_again(Api api) {
+    api.workflow("hello", false);
+    api.test(http -> {
+      String id = http.startRun("hello", "demo").json().get("id").asText();
+      Run ended = api.jdbi().withHandle(h -> RunDao.find(h, api.workspace, id)).orElseThrow();
+      assertEquals("succeeded", ended.status());
+      Run changed = new Run(ended.id(), ended.workspaceId(), ended.workflowId(), ended.project(), "running",
+          ended.requiresApproval(), ended.inputs(), ended.createdAt(), Instant.now(), null, ended.approval(),
+          ended.error(), ended.definition(), ended.steps(), 0, Instant.now(), null, null, ended.version() + 1);
+      assertEquals(0, (int) api.jdbi().withExtension(RunDao.class, dao -> dao.saveProgress(changed)));
+      assertEquals("succeeded", api.storedRun(id).orElseThrow().get("status"));
+      assertEquals("succeeded", http.get("/v1/runs/" + id).json().get("status").asText());
     });
   }
 

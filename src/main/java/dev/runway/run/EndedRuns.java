@@ -1,0 +1,62 @@
+package dev.runway.run;
+
+import java.util.Iterator;
+import java.util.Map;
+import java.util.Optional;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicLong;
+
+/**
+ * Runs that have ended, kept in memory for GET /v1/runs/{id}. A run that has ended never changes
+ * again (every save of a run is refused once it has a finished_at: see RunDao.saveProgress), so a
+ * copy stays true on every instance and needs no invalidation. Runs still in progress are always
+ * read from the database, where another instance may be moving them.
+ *
+ * <p>Bounded by the size of the runs' text: when full, arbitrary entries make room.
+ */
+final class EndedRuns {
+  /** About 4 MB of run text (JSON documents and ids, one byte a character for ASCII). */
+  private static final long MAX_CHARS = 4_000_000;
+  /** A run larger than this (large inputs or step outputs) is not kept. */
+  private static final int MAX_RUN_CHARS = 64 * 1024;
+
+  private final Map<String, Run> runs = new ConcurrentHashMap<>();
+  private final AtomicLong chars = new AtomicLong();
+
+  /** The ended run, if it is kept here and belongs to the workspace. */
+  Optional<Run> find(String workspaceId, String runId) {
+    Run run = runs.get(runId);
+    return run != null && run.workspaceId().equals(workspaceId) ? Optional.of(run) : Optional.empty();
+  }
+
+  /** Keeps {@code run} if it has ended and is not too large. */
+  void offer(Run run) {
+    if (run.finishedAt() == null) {
+      return;
+    }
+    long size = size(run);
+    if (size > MAX_RUN_CHARS) {
+      return;
+    }
+    if (runs.putIfAbsent(run.id(), run) != null) {
+      return;
+    }
+    long total = chars.addAndGet(size);
+    for (Iterator<Run> it = runs.values().iterator(); total > MAX_CHARS && it.hasNext(); ) {
+      Run evicted = it.next();
+      if (runs.remove(evicted.id(), evicted)) {
+        total = chars.addAndGet(-size(evicted));
+      }
+    }
+  }
+
+  private static long size(Run run) {
+    return run.id().length() + run.workspaceId().length() + run.workflowId().length() + run.project().length()
+        + run.status().length() + run.inputs().length() + length(run.approval()) + length(run.error())
+        + run.definition().length() + run.steps().length() + 200; // the record, its times and headers
+  }
+
+  private static int length(String text) {
+    return text == null ? 0 : text.length();
+  }
+}
