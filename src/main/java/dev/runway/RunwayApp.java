@@ -62,7 +62,10 @@ public final class RunwayApp {
 
       routes.get("/healthz", ctx -> Responses.json(ctx, 200, Map.of("status", "ok")));
       routes.get("/readyz", ctx -> {
-        if (inFlight.draining()) {
+        if (inFlight.starting()) {
+          ctx.header("Retry-After", "1");
+          Responses.json(ctx, 503, Map.of("status", "starting", "detail", "the server is still starting"));
+        } else if (inFlight.draining()) {
           ctx.header("Retry-After", "5");
           Responses.json(ctx, 503, Map.of("status", "stopping", "detail", "the server is shutting down"));
         } else if (services.database().isReachable()) {

@@ -7,23 +7,38 @@ import java.util.concurrent.Semaphore;
 
 /**
  * Bounds the requests being worked on at once. Past the bound a request gets a fast 503 rather
- * than joining an ever longer queue; while the server stops, new requests get 503 and those in
- * flight are waited for. Health checks are always answered.
+ * than joining an ever longer queue; while the server starts, and while it stops, new requests get
+ * 503 (those in flight at a stop are waited for). Health checks are always answered.
  */
 public final class InFlightLimit {
   private static final String ADMITTED = "runway.admitted";
   private final int max;
   private final Semaphore permits;
+  private volatile boolean starting;
   private volatile boolean draining;
 
+  /** A limit that admits requests at once. */
   public InFlightLimit(int max) {
+    this(max, false);
+  }
+
+  private InFlightLimit(int max, boolean starting) {
     this.max = max;
     this.permits = new Semaphore(max);
+    this.starting = starting;
+  }
+
+  /** A limit that refuses requests until {@link #ready()}: the server listens while it still starts. */
+  public static InFlightLimit untilReady(int max) {
+    return new InFlightLimit(max, true);
   }
 
   public void enter(Context ctx) {
     if (ctx.path().equals("/healthz") || ctx.path().equals("/readyz")) {
       return;
+    }
+    if (starting) {
+      throw unavailable("the server is starting; retry shortly");
     }
     if (draining) {
       ctx.header("Connection", "close");
@@ -40,6 +55,15 @@ public final class InFlightLimit {
       ctx.attribute(ADMITTED, null);
       permits.release();
     }
+  }
+
+  /** Admits requests from now on. */
+  public void ready() {
+    starting = false;
+  }
+
+  public boolean starting() {
+    return starting;
   }
 
   public boolean draining() {

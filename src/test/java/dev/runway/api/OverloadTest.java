@@ -4,6 +4,7 @@ import static dev.runway.support.Problems.assertProblem;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.runway.http.InFlightLimit;
 import dev.runway.support.Api;
 import dev.runway.support.BothDatabases;
 import dev.runway.support.Http;
@@ -47,6 +48,30 @@ class OverloadTest {
       }
       Thread.sleep(300); // the slow client left; its slot is free again
       assertEquals(200, http.startRun("hello", "demo").status());
+    });
+  }
+
+  /** The server listens before the start's database work is done; until then it answers 503. */
+  @BothDatabases
+  void a_starting_server_answers_503_until_ready_and_health_checks_say_so(Api api) {
+    api.workflow("hello", false);
+    InFlightLimit inFlight = InFlightLimit.untilReady(10);
+    api.testWith(inFlight, http -> {
+      Http.Reply refused = http.startRun("hello", "demo");
+      assertProblem(refused, 503, "unavailable");
+      assertEquals("1", refused.header("Retry-After"));
+      assertTrue(refused.json().get("detail").asText().contains("starting"), refused::toString);
+      assertEquals(0, api.countRuns(""), "nothing stored");
+      Http.Reply notReady = http.get("/readyz", null);
+      assertEquals(503, notReady.status(), notReady::toString);
+      assertEquals("starting", notReady.json().get("status").asText());
+      assertEquals("1", notReady.header("Retry-After"));
+      assertEquals(200, http.get("/healthz", null).status(), "the process is up");
+
+      inFlight.ready();
+      assertEquals(200, http.get("/readyz", null).status());
+      assertEquals(200, http.startRun("hello", "demo").status());
+      assertEquals(1, api.countRuns(""));
     });
   }
 

@@ -97,6 +97,12 @@ public final class Api {
     JavalinTest.test(RunwayApp.create(services(), changed), (server, client) -> body.accept(new Http(client, key)));
   }
 
+  /** Like {@link #test}, with the app admitting requests through {@code inFlight}. */
+  public void testWith(dev.runway.http.InFlightLimit inFlight, HttpTest body) {
+    JavalinTest.test(RunwayApp.create(services(), opened.serverSettings(), inFlight),
+        (server, client) -> body.accept(new Http(client, key)));
+  }
+
   /** A test body that talks HTTP. */
   @FunctionalInterface
   public interface HttpTest {

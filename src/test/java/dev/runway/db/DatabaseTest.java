@@ -1,0 +1,73 @@
+package dev.runway.db;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.zaxxer.hikari.HikariDataSource;
+import dev.runway.config.ServerSettings;
+import dev.runway.support.BothDatabases;
+import dev.runway.support.TestDatabase;
+import java.io.IOException;
+import java.net.URISyntaxException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.sql.Connection;
+import java.sql.Statement;
+import java.util.List;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.Test;
+
+/** Opening a database: when Flyway has to run, and when the schema is already the jar's. */
+class DatabaseTest {
+  private static final Pattern VERSIONED = Pattern.compile("V(\\d+)__.*\\.sql");
+
+  @Test
+  void schema_version_is_the_newest_migration_for_each_database() throws Exception {
+    for (String vendor : List.of("h2", "postgresql")) {
+      int newest = Math.max(newestIn("/db/migration"), newestIn("/db/vendor/" + vendor));
+      assertEquals(String.valueOf(newest), Database.SCHEMA_VERSION, vendor);
+    }
+  }
+
+  @BothDatabases
+  void a_start_migrates_only_a_database_behind_the_jar(TestDatabase kind) throws Exception {
+    ServerSettings settings = ServerSettings.from(kind.settingsForFreshDatabase());
+    try (HikariDataSource pool = pool(settings)) {
+      assertFalse(Database.schemaIsCurrent(pool), "a new database has no schema");
+      try (Database opened = Database.using(pool)) {
+        assertTrue(Database.schemaIsCurrent(pool), "migrated at the first start");
+      }
+      try (Database reopened = Database.using(pool)) {
+        assertTrue(Database.schemaIsCurrent(pool));
+      }
+      try (Connection c = pool.getConnection(); Statement s = c.createStatement()) {
+        // As if the last migration had failed halfway: the next start must hand it back to Flyway.
+        s.execute("UPDATE \"flyway_schema_history\" SET \"success\" = FALSE WHERE \"version\" = '"
+            + Database.SCHEMA_VERSION + "'");
+      }
+      assertFalse(Database.schemaIsCurrent(pool));
+    }
+  }
+
+  private static HikariDataSource pool(ServerSettings settings) {
+    HikariDataSource pool = new HikariDataSource();
+    pool.setJdbcUrl(settings.dbUrl());
+    pool.setUsername(settings.dbUser());
+    pool.setPassword(settings.dbPassword());
+    pool.setMaximumPoolSize(2);
+    return pool;
+  }
+
+  private static int newestIn(String folder) throws IOException, URISyntaxException {
+    try (Stream<Path> files = Files.list(Path.of(DatabaseTest.class.getResource(folder).toURI()))) {
+      return files.map(f -> VERSIONED.matcher(f.getFileName().toString()))
+          .filter(Matcher::matches)
+          .mapToInt(m -> Integer.parseInt(m.group(1)))
+          .max()
+          .orElse(0);
+    }
+  }
+}
