@@ -36,8 +36,8 @@ public final class Database implements AutoCloseable {
     this.ownedPool = ownedPool;
     this.jdbi = Jdbi.create(this.dataSource).installPlugin(new SqlObjectPlugin());
     this.h2 = h2;
-    // H2 commits one at a time anyway; PostgreSQL gains from two commits in flight at once.
-    this.committer = new GroupCommitter(jdbi, h2 ? 1 : 2, 10_000);
+    // Several Runway instances may write to one PostgreSQL, never to one H2 file.
+    this.committer = new GroupCommitter(jdbi, !h2, 10_000);
     this.housekeeping = h2 ? new H2Housekeeping(dataSource) : null;
   }
 

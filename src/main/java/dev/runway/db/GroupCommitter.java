@@ -22,11 +22,13 @@ import org.slf4j.LoggerFactory;
  * flush), and each caller is answered only after that commit. A write that fails makes its batch
  * roll back; the others are then committed one by one, so one bad write never fails its neighbours.
  *
- * <p>Each write names the workspaces it changes. With more than one writer thread, a transaction
- * first locks those workspaces' rows, in sorted order, before it touches anything else: the writes
- * of one workspace then commit one after another (so event sequence numbers follow commit order,
- * which pollers of GET /v1/events rely on), and two writers can never deadlock over a workspace row
- * and a run row. A single writer thread commits one transaction after another anyway.
+ * <p>One writer thread commits one transaction after another, so within this process event
+ * sequence numbers follow commit order, which pollers of GET /v1/events rely on. When other
+ * processes may write to the same database (PostgreSQL), each transaction also takes a lock per
+ * workspace it changes (WorkspaceLocks), in a fixed order, before anything else: the writes of one
+ * workspace then commit one after another across instances too, and two instances can never
+ * deadlock over a workspace lock and a run row. Measured on PostgreSQL, one writer with a lock
+ * that writes nothing beat two writers that queued behind a row lock by two thirds.
  *
  * <p>The callers of a committed batch are woken by a thread of their own: each wake-up is a system
  * call, and done by the writer they took a quarter of its time under load while the next batch
@@ -38,7 +40,7 @@ public final class GroupCommitter implements AutoCloseable {
 
   private final Jdbi jdbi;
   private final BlockingQueue<Write<?>> queue;
-  private final List<Thread> writers = new ArrayList<>();
+  private final Thread writer;
   private final boolean lockWorkspaces;
   private final ExecutorService notifier = Executors.newSingleThreadExecutor(r -> {
     Thread t = new Thread(r, "runway-commit-notify");
@@ -72,17 +74,14 @@ public final class GroupCommitter implements AutoCloseable {
     }
   }
 
-  /** {@code writers} threads commit in parallel (1 for H2, whose commits are serial anyway). */
-  public GroupCommitter(Jdbi jdbi, int writers, int queueCapacity) {
+  /** {@code lockWorkspaces}: whether other processes may write to the database (see above). */
+  public GroupCommitter(Jdbi jdbi, boolean lockWorkspaces, int queueCapacity) {
     this.jdbi = jdbi;
     this.queue = new ArrayBlockingQueue<>(queueCapacity);
-    this.lockWorkspaces = writers > 1;
-    for (int i = 0; i < writers; i++) {
-      Thread t = new Thread(this::writeLoop, "runway-commit-" + (i + 1));
-      t.setDaemon(true);
-      t.start();
-      this.writers.add(t);
-    }
+    this.lockWorkspaces = lockWorkspaces;
+    this.writer = new Thread(this::writeLoop, "runway-commit");
+    writer.setDaemon(true);
+    writer.start();
   }
 
   /**
@@ -170,16 +169,16 @@ public final class GroupCommitter implements AutoCloseable {
     if (!lockWorkspaces) {
       return;
     }
-    SortedSet<String> ids = new TreeSet<>();
-    writes.forEach(w -> ids.addAll(w.workspaces));
+    SortedSet<Long> keys = new TreeSet<>();
+    writes.forEach(w -> w.workspaces.forEach(id -> keys.add(WorkspaceLocks.key(id))));
     WorkspaceLocks locks = tx.dao(WorkspaceLocks.class);
-    ids.forEach(locks::lock);
+    keys.forEach(locks::lock);
   }
 
   /**
    * Runs the transaction, again (up to 3 times, after a short random pause) when the database
    * broke it off to resolve a deadlock or a serialization conflict with another writer: another
-   * writer thread, or another Runway instance on the same PostgreSQL.
+   * Runway instance on the same PostgreSQL.
    */
   private void inTransaction(java.util.function.Consumer<Tx> body) {
     for (int attempt = 1; ; attempt++) {
@@ -209,13 +208,11 @@ public final class GroupCommitter implements AutoCloseable {
   @Override
   public void close() {
     closing = true;
-    for (Thread t : writers) {
-      try {
-        t.join(30_000);
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
-        return;
-      }
+    try {
+      writer.join(30_000);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      return;
     }
     notifier.shutdown();
     try {
@@ -224,7 +221,7 @@ public final class GroupCommitter implements AutoCloseable {
       Thread.currentThread().interrupt();
       return;
     }
-    // A write offered just as the last writer left would wait forever: refuse it instead.
+    // A write offered just as the writer left would wait forever: refuse it instead.
     for (Write<?> late = queue.poll(); late != null; late = queue.poll()) {
       late.failed(new OverloadedException("the server stopped before this write"));
     }

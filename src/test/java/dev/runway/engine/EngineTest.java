@@ -739,7 +739,7 @@ class EngineTest {
       try {
         slow.begin();
         // A writer as the group commit runs it: the workspace's lock first, then the run and its events.
-        slow.attach(WorkspaceLocks.class).lock(api.workspace);
+        slow.attach(WorkspaceLocks.class).lock(WorkspaceLocks.key(api.workspace));
         RunDao runs = slow.attach(RunDao.class);
         RunStateMachine cancel = new RunStateMachine(runs.findForUpdate(api.workspace, first).orElseThrow(), Time.now());
         cancel.cancel(RunStateMachine.ENGINE);
