@@ -48,6 +48,14 @@ public final class RequestBodies {
       throw tooLarge();
     }
     try (InputStream in = ctx.req().getInputStream()) {
+      if (declared >= 0 && !chunked) {
+        // The usual case: exactly the declared length, without the growing buffers of readNBytes(max).
+        byte[] bytes = new byte[(int) declared];
+        if (in.readNBytes(bytes, 0, bytes.length) < bytes.length) {
+          throw new ApiException(400, "invalid_json", "the request body ended before its Content-Length");
+        }
+        return bytes;
+      }
       byte[] bytes = in.readNBytes(maxBytes + 1);
       if (bytes.length > maxBytes) {
         throw tooLarge();
