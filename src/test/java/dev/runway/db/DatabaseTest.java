@@ -33,7 +33,7 @@ class DatabaseTest {
   }
 
   @BothDatabases
-  void a_start_migrates_only_a_database_behind_the_jar(TestDatabase kind) throws Exception {
+  void the_schema_counts_as_current_only_once_the_newest_migration_succeeded(TestDatabase kind) throws Exception {
     ServerSettings settings = ServerSettings.from(kind.settingsForFreshDatabase());
     try (HikariDataSource pool = pool(settings)) {
       assertFalse(Database.schemaIsCurrent(pool), "a new database has no schema");
