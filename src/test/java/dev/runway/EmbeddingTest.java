@@ -13,6 +13,8 @@ import dev.runway.support.BothDatabases;
 import dev.runway.support.TestDatabase;
 import java.io.IOException;
 import java.net.ConnectException;
+import java.net.InetAddress;
+import java.net.ServerSocket;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
@@ -81,6 +83,34 @@ class EmbeddingTest {
       assertTrue(again.firstAdminKey().isEmpty(), "the admin key is made only on the first start");
       assertEquals(200, get(again.port(), "/v1/workflows/hello", key).statusCode(), "the key still works");
     }
+  }
+
+  /**
+   * The HTTP server and the engine start on a thread of their own while the workflow files load;
+   * when the files are bad, the start must fail and leave nothing behind: port free, engine stopped.
+   */
+  @BothDatabases
+  void a_start_that_fails_after_the_server_listens_stops_the_server_and_the_engine(TestDatabase db)
+      throws Exception {
+    Path dir = Files.createTempDirectory("runway-workflows-");
+    Files.writeString(dir.resolve("broken.json"), "{\"name\": ");
+    int port;
+    try (ServerSocket probe = new ServerSocket(0, 0, InetAddress.getLoopbackAddress())) {
+      port = probe.getLocalPort();
+    }
+    Settings settings = db.settingsForFreshDatabase()
+        .with("http.port", String.valueOf(port))
+        .with("engine.enabled", "true")
+        .with("workflows.dir", dir.toString());
+
+    RuntimeException failed = assertThrows(RuntimeException.class, () -> Runway.start(settings));
+    assertTrue(failed.getMessage().contains("broken.json"), failed.getMessage());
+    try (ServerSocket again = new ServerSocket(port, 0, InetAddress.getLoopbackAddress())) {
+      assertEquals(port, again.getLocalPort(), "the port the failed start listened on is free again");
+    }
+    assertTrue(Thread.getAllStackTraces().keySet().stream()
+        .noneMatch(t -> t.getName().equals("runway-engine-dispatcher") && t.isAlive()), "the engine stopped");
+    assertThrows(ConnectException.class, () -> get(port, "/healthz", null));
   }
 
   private HttpResponse<String> get(int port, String path, String key) throws IOException, InterruptedException {

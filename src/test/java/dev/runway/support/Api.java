@@ -87,8 +87,7 @@ public final class Api {
 
   /** Starts the app on a free port for the test body and stops it after (javalin-testtools). */
   public void test(HttpTest body) {
-    JavalinTest.test(RunwayApp.create(services(), opened.serverSettings()),
-        (server, client) -> body.accept(new Http(client, key)));
+    testWith(new dev.runway.http.InFlightLimit(opened.serverSettings().maxInFlight()), body);
   }
 
   /** Like {@link #test}, with some settings of the app changed (e.g. low rate limits). */
