@@ -16,6 +16,8 @@ import dev.runway.workflow.WorkflowRoutes;
 import io.javalin.Javalin;
 import io.javalin.config.RoutesConfig;
 import java.util.Map;
+import java.util.concurrent.Executor;
+import java.util.concurrent.RejectedExecutionException;
 import org.eclipse.jetty.util.thread.QueuedThreadPool;
 
 /** Builds Runway's HTTP application, unstarted, so tests can hand the same app to JavalinTest. */
@@ -29,7 +31,9 @@ public final class RunwayApp {
   /** The app, admitting requests through {@code inFlight} (which the caller drains at shutdown). */
   public static Javalin create(Services services, ServerSettings settings, InFlightLimit inFlight) {
     RequestBodies bodies = new RequestBodies(settings.maxBodyBytes());
-    RunRoutes runs = new RunRoutes(services.runs(), bodies);
+    QueuedThreadPool threads = new QueuedThreadPool(settings.maxThreads(), Math.min(8, settings.maxThreads()));
+    threads.setName("runway-http");
+    RunRoutes runs = new RunRoutes(services.runs(), bodies, resumeOn(threads));
     WorkflowRoutes workflows = new WorkflowRoutes(services.workflows(), bodies);
     RateLimits limits = settings.rateLimits();
     AuthHandler auth = new AuthHandler(services.keys(), limits);
@@ -44,8 +48,6 @@ public final class RunwayApp {
       config.http.responseBufferSize = 4096;
       config.jetty.host = settings.httpHost();
       config.jetty.port = settings.httpPort();
-      QueuedThreadPool threads = new QueuedThreadPool(settings.maxThreads(), Math.min(8, settings.maxThreads()));
-      threads.setName("runway-http");
       config.jetty.threadPool = threads;
       config.jetty.modifyServer(server -> server.setErrorHandler(new JettyErrors()));
       config.jetty.modifyServletContextHandler(context -> context.setErrorHandler(new JettyErrors()));
@@ -90,5 +92,20 @@ public final class RunwayApp {
       routes.delete("/v1/workflows/{id}", workflows::archive, Scope.WORKFLOWS_WRITE);
       routes.get("/v1/workflows", workflows::list, Scope.RUNS_READ);
     });
+  }
+
+  /**
+   * Runs a request's remaining work on the request threads. Should the pool refuse it (stopped, or
+   * its queue full, which the in-flight limit keeps far off), the work runs at once on the calling
+   * thread: a request must never be left without an answer.
+   */
+  private static Executor resumeOn(QueuedThreadPool threads) {
+    return task -> {
+      try {
+        threads.execute(task);
+      } catch (RejectedExecutionException e) {
+        task.run();
+      }
+    };
   }
 }

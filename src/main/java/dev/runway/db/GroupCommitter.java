@@ -32,7 +32,8 @@ import org.slf4j.LoggerFactory;
  *
  * <p>The callers of a committed batch are woken by a thread of their own: each wake-up is a system
  * call, and done by the writer they took a quarter of its time under load while the next batch
- * waited.
+ * waited. A caller need not wait at all: {@link #submit} returns a future instead, which lets a
+ * request thread serve other requests until the commit is done.
  */
 public final class GroupCommitter implements AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(GroupCommitter.class);
@@ -95,12 +96,8 @@ public final class GroupCommitter implements AutoCloseable {
 
   /** Like {@link #commit(String, Function)}, for a write that changes several workspaces. */
   public <T> T commit(Collection<String> workspaceIds, Function<Tx, T> work) {
-    Write<T> write = new Write<>(workspaceIds, work);
-    if (closing || !queue.offer(write)) {
-      throw new OverloadedException(closing ? "the server is stopping" : "too many writes are waiting");
-    }
     try {
-      return write.done.get();
+      return enqueue(workspaceIds, work).get();
     } catch (ExecutionException e) {
       if (e.getCause() instanceof RuntimeException runtime) {
         throw runtime;
@@ -110,6 +107,25 @@ public final class GroupCommitter implements AutoCloseable {
       Thread.currentThread().interrupt();
       throw new OverloadedException("interrupted while waiting for the commit");
     }
+  }
+
+  /**
+   * Like {@link #commit(String, Function)}, without waiting: the future completes once the write
+   * is committed, or fails with what the work threw or the database's error. It completes on the
+   * thread that wakes all callers, so what follows it must not block there: hand it to an executor
+   * of its own ({@code thenAcceptAsync}). Throws {@link OverloadedException} at once when too many
+   * writes wait already.
+   */
+  public <T> CompletableFuture<T> submit(String workspaceId, Function<Tx, T> work) {
+    return enqueue(List.of(workspaceId), work).copy();
+  }
+
+  private <T> CompletableFuture<T> enqueue(Collection<String> workspaceIds, Function<Tx, T> work) {
+    Write<T> write = new Write<>(workspaceIds, work);
+    if (closing || !queue.offer(write)) {
+      throw new OverloadedException(closing ? "the server is stopping" : "too many writes are waiting");
+    }
+    return write.done;
   }
 
   private void writeLoop() {

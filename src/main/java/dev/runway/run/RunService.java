@@ -22,6 +22,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.Consumer;
@@ -60,7 +61,13 @@ public final class RunService {
   /** The response to send: status and JSON body, and whether it is a replay of a stored one. */
   public record Started(int status, String body, boolean replayed) {}
 
-  public Started start(Principal caller, StartRequest request) {
+  /**
+   * Starts a run. Without an Idempotency-Key the returned future completes once the run is
+   * committed, on the thread that wakes committers (see {@link GroupCommitter#submit}): the request
+   * thread need not wait for it. With a key, the start is settled before this returns (a concurrent
+   * twin is resolved by reading the stored response, which must not happen on that thread).
+   */
+  public CompletableFuture<Started> start(Principal caller, StartRequest request) {
     if (!caller.mayUseProject(request.project())) {
       throw new ApiException(403, "project_forbidden",
           "this API key may not use project '" + request.project() + "'", "project");
@@ -69,10 +76,15 @@ public final class RunService {
     String body = Json.string(RunView.of(run));
     Firsts firsts = firstMoves(run, caller);
     if (request.idempotencyKey() == null) {
-      committer.commit(caller.workspaceId(), tx -> insert(tx, firsts));
-      firsts.wakeEngine(runDue);
-      return new Started(200, body, false);
+      return committer.submit(caller.workspaceId(), tx -> insert(tx, firsts)).thenApply(stored -> {
+        firsts.wakeEngine(runDue);
+        return new Started(200, body, false);
+      });
     }
+    return CompletableFuture.completedFuture(startOnce(caller, request, run, body, firsts));
+  }
+
+  private Started startOnce(Principal caller, StartRequest request, Run run, String body, Firsts firsts) {
     String requestHash = requestHash(request);
     Optional<Started> replay = replay(caller, request.idempotencyKey(), requestHash);
     if (replay.isPresent()) {

@@ -11,11 +11,16 @@ import dev.runway.support.Http;
 import java.io.OutputStream;
 import java.net.Socket;
 import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
@@ -94,5 +99,57 @@ class OverloadTest {
       assertEquals(byStatus.get(200).intValue(), api.countRuns(""), "every 200 is a stored run, no 503 stored one");
       assertEquals(200, http.startRun("hello", "demo").status(), "still serving");
     });
+  }
+
+  /**
+   * A start waiting for its commit holds no request thread: with the commit thread held, three
+   * times as many starts as the server has threads wait at once, and the server still answers other
+   * requests meanwhile. All of them are answered 200 once the commits go through.
+   */
+  @BothDatabases
+  void starts_waiting_for_their_commit_hold_no_request_thread(Api api) throws Exception {
+    api.workflow("hello", false);
+    api.testWith(s -> s.with("http.max_threads", "8").with("ratelimit.per_key_per_second", "0"), http -> {
+      CountDownLatch release = new CountDownLatch(1);
+      ExecutorService clients = Executors.newFixedThreadPool(25);
+      try {
+        Future<Object> holder = clients.submit(() -> api.services().database().committer().commit(api.workspace, tx -> {
+          await(release);
+          return null;
+        }));
+        List<Future<Http.Reply>> starts = new ArrayList<>();
+        for (int i = 0; i < 24; i++) {
+          starts.add(clients.submit(() -> http.startRun("hello", "demo")));
+        }
+        Thread.sleep(500);
+        assertTrue(starts.stream().noneMatch(Future::isDone), "the starts wait for the held commit");
+
+        HttpClient other = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(2)).build();
+        HttpResponse<String> health = other.send(HttpRequest.newBuilder(URI.create(http.origin() + "/healthz"))
+            .timeout(Duration.ofSeconds(3)).build(), HttpResponse.BodyHandlers.ofString());
+        assertEquals(200, health.statusCode(), "answered while 24 starts wait on 8 threads");
+
+        release.countDown();
+        holder.get(10, TimeUnit.SECONDS);
+        for (Future<Http.Reply> start : starts) {
+          Http.Reply reply = start.get(10, TimeUnit.SECONDS);
+          assertEquals(200, reply.status(), reply::toString);
+          assertEquals("running", reply.json().get("status").asText());
+          assertTrue(api.storedRun(reply.json().get("id").asText()).isPresent(), "stored before the 200");
+        }
+        assertEquals(24, api.countRuns(""));
+      } finally {
+        release.countDown();
+        clients.shutdownNow();
+      }
+    });
+  }
+
+  private static void await(CountDownLatch latch) {
+    try {
+      latch.await(30, TimeUnit.SECONDS);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
   }
 }
