@@ -29,7 +29,8 @@ public final class Database implements AutoCloseable {
   private final Jdbi jdbi;
   private final boolean h2;
   private final GroupCommitter committer;
-  private final H2Housekeeping housekeeping;
+  private volatile boolean prepared;
+  private volatile H2Housekeeping housekeeping;
 
   private Database(DataSource dataSource, HikariDataSource ownedPool, boolean h2) {
     this.dataSource = new FailFastDataSource(dataSource, FAIL_FAST_MILLIS);
@@ -38,11 +39,26 @@ public final class Database implements AutoCloseable {
     this.h2 = h2;
     // Several Runway instances may write to one PostgreSQL, never to one H2 file.
     this.committer = new GroupCommitter(jdbi, !h2, 10_000);
-    this.housekeeping = h2 ? new H2Housekeeping(dataSource) : null;
   }
 
   /** Opens a pool from the settings, makes H2 durable and applies the migrations. */
   public static Database open(ServerSettings settings) {
+    Database database = opening(settings);
+    try {
+      database.prepare();
+      return database;
+    } catch (RuntimeException e) {
+      database.close();
+      throw e;
+    }
+  }
+
+  /**
+   * The pool from the settings, before any connection: {@link #prepare} connects and migrates.
+   * Runway's start sets up its HTTP server meanwhile; an H2 file with many chunks takes most of a
+   * second to open after a long load.
+   */
+  public static Database opening(ServerSettings settings) {
     HikariConfig config = new HikariConfig();
     config.setPoolName("runway");
     config.setJdbcUrl(settings.dbUrl());
@@ -58,30 +74,55 @@ public final class Database implements AutoCloseable {
     // Start even when the database is briefly away; requests answer 503 until it is back.
     config.setInitializationFailTimeout(-1);
     HikariDataSource pool = new HikariDataSource(config);
-    try {
-      return prepare(pool, pool);
-    } catch (RuntimeException e) {
-      pool.close();
-      throw e;
-    }
+    return new Database(pool, pool, settings.dbUrl().startsWith("jdbc:h2:"));
   }
 
   /** Uses a DataSource the embedding program owns; it is not closed with the Database. */
   public static Database using(DataSource dataSource) {
-    return prepare(dataSource, null);
+    boolean h2;
+    try (Connection c = firstConnection(dataSource)) {
+      h2 = c.getMetaData().getURL().startsWith("jdbc:h2:");
+    } catch (SQLException e) {
+      throw new DatabaseUnavailableException("cannot open the database: " + e.getMessage(), e);
+    }
+    Database database = new Database(dataSource, null, h2);
+    try {
+      database.prepare();
+      return database;
+    } catch (RuntimeException e) {
+      database.close();
+      throw e;
+    }
   }
 
-  private static Database prepare(DataSource dataSource, HikariDataSource ownedPool) {
-    boolean h2 = configureH2(dataSource);
-    if (!schemaIsCurrent(dataSource)) {
+  /**
+   * Connects (waiting for the database up to a while, see {@link #firstConnection}), makes H2
+   * durable and applies the migrations; does nothing once done.
+   */
+  public synchronized void prepare() {
+    if (prepared) {
+      return;
+    }
+    DataSource pool = dataSource.pool();
+    try (Connection c = firstConnection(pool)) {
+      if (h2) {
+        configureH2(c);
+      }
+    } catch (SQLException e) {
+      throw new DatabaseUnavailableException("cannot open the database: " + e.getMessage(), e);
+    }
+    if (!schemaIsCurrent(pool)) {
       Flyway.configure()
-          .dataSource(dataSource)
+          .dataSource(pool)
           // Shared migrations, then the few settings that differ between H2 and PostgreSQL.
           .locations("classpath:db/migration", h2 ? "classpath:db/vendor/h2" : "classpath:db/vendor/postgresql")
           .load()
           .migrate();
     }
-    return new Database(dataSource, ownedPool, h2);
+    if (h2) {
+      housekeeping = new H2Housekeeping(pool);
+    }
+    prepared = true;
   }
 
   /**
@@ -111,20 +152,12 @@ public final class Database implements AutoCloseable {
    * generation and is rewired at every page access, so each young collection had to scan it: with
    * the default (8 MB with a 128 MB heap) a young pause took about 10 ms under write load, with
    * 1 MB about 3 ms. The pages a request needs (the right edges of the indexes, recent runs) stay
-   * in it, and the operating system caches the file. Returns whether the database is H2.
+   * in it, and the operating system caches the file.
    */
-  private static boolean configureH2(DataSource dataSource) {
-    try (Connection c = firstConnection(dataSource)) {
-      boolean h2 = c.getMetaData().getURL().startsWith("jdbc:h2:");
-      if (h2) {
-        try (Statement s = c.createStatement()) {
-          s.execute("SET WRITE_DELAY 0");
-          s.execute("SET CACHE_SIZE " + H2_CACHE_KB);
-        }
-      }
-      return h2;
-    } catch (SQLException e) {
-      throw new DatabaseUnavailableException("cannot open the database: " + e.getMessage(), e);
+  private static void configureH2(Connection c) throws SQLException {
+    try (Statement s = c.createStatement()) {
+      s.execute("SET WRITE_DELAY 0");
+      s.execute("SET CACHE_SIZE " + H2_CACHE_KB);
     }
   }
 
@@ -178,8 +211,9 @@ public final class Database implements AutoCloseable {
   @Override
   public void close() {
     committer.close();
-    if (housekeeping != null) {
-      housekeeping.close();
+    H2Housekeeping started = housekeeping;
+    if (started != null) {
+      started.close();
     }
     if (ownedPool != null) {
       ownedPool.close();
