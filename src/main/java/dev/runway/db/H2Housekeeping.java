@@ -26,6 +26,12 @@ import org.slf4j.LoggerFactory;
 final class H2Housekeeping implements AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(H2Housekeeping.class);
   private static final long INTERVAL_MILLIS = 60;
+  /**
+   * The first round waits until the server has surely started: a round holds H2's store lock, and
+   * the start's own commits (the workflow files) waited behind rounds for a tenth of a second
+   * after a long load. Nothing is lost by waiting, H2 rewrites only chunks older than 45 s anyway.
+   */
+  private static final long FIRST_ROUND_MILLIS = 10_000;
   /** Below this share of live data in its chunks, H2 rewrites the emptiest old chunks. */
   private static final int TARGET_FILL_RATE = 80;
   /**
@@ -51,7 +57,7 @@ final class H2Housekeeping implements AutoCloseable {
    */
   H2Housekeeping(DataSource dataSource) {
     this.dataSource = dataSource;
-    executor.scheduleWithFixedDelay(this::round, INTERVAL_MILLIS, INTERVAL_MILLIS, TimeUnit.MILLISECONDS);
+    executor.scheduleWithFixedDelay(this::round, FIRST_ROUND_MILLIS, INTERVAL_MILLIS, TimeUnit.MILLISECONDS);
   }
 
   private void round() {
@@ -59,8 +65,10 @@ final class H2Housekeeping implements AutoCloseable {
       if (store == null || store.isClosed()) {
         store = openStore();
       }
-      if (store != null) {
-        store.compact(TARGET_FILL_RATE, WRITE_LIMIT);
+      // The rewritten pages reach the file with the next commit, and only then are the old chunks
+      // free: when no request commits (after a burst of writes), this round has to store them.
+      if (store != null && store.compact(TARGET_FILL_RATE, WRITE_LIMIT)) {
+        store.tryCommit();
       }
     } catch (RuntimeException | SQLException e) {
       // The database may be away for a while; the next round tries again.
