@@ -86,8 +86,9 @@ class EmbeddingTest {
   }
 
   /**
-   * The HTTP server and the engine start on a thread of their own while the workflow files load;
-   * when the files are bad, the start must fail and leave nothing behind: port free, engine stopped.
+   * The HTTP server starts on a thread of its own while the main thread opens the database, starts
+   * the engine and loads the workflow files; when the files are bad, the start must fail and leave
+   * nothing behind: port free, engine stopped.
    */
   @BothDatabases
   void a_start_that_fails_after_the_server_listens_stops_the_server_and_the_engine(TestDatabase db)

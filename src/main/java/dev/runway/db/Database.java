@@ -29,7 +29,7 @@ public final class Database implements AutoCloseable {
   private final Jdbi jdbi;
   private final boolean h2;
   private final GroupCommitter committer;
-  private volatile boolean prepared;
+  private boolean prepared; // guarded by this
   private volatile H2Housekeeping housekeeping;
 
   private Database(DataSource dataSource, HikariDataSource ownedPool, boolean h2) {
@@ -43,14 +43,7 @@ public final class Database implements AutoCloseable {
 
   /** Opens a pool from the settings, makes H2 durable and applies the migrations. */
   public static Database open(ServerSettings settings) {
-    Database database = opening(settings);
-    try {
-      database.prepare();
-      return database;
-    } catch (RuntimeException e) {
-      database.close();
-      throw e;
-    }
+    return opening(settings).prepared();
   }
 
   /**
@@ -85,12 +78,16 @@ public final class Database implements AutoCloseable {
     } catch (SQLException e) {
       throw new DatabaseUnavailableException("cannot open the database: " + e.getMessage(), e);
     }
-    Database database = new Database(dataSource, null, h2);
+    return new Database(dataSource, null, h2).prepared();
+  }
+
+  /** This database, prepared; closed if that fails (the commit thread must not outlive it). */
+  private Database prepared() {
     try {
-      database.prepare();
-      return database;
+      prepare();
+      return this;
     } catch (RuntimeException e) {
-      database.close();
+      close();
       throw e;
     }
   }
