@@ -104,7 +104,8 @@ else
 fi
 
 echo
-echo "Runway $(unzip -p "$JAR" META-INF/MANIFEST.MF 2>/dev/null | awk -F': ' '/Implementation-Version/ {print $2}' | tr -d '\r') on $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(java -version 2>&1 | head -1)"
+commit=$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || true)
+echo "Runway $(unzip -p "$JAR" META-INF/MANIFEST.MF 2>/dev/null | awk -F': ' '/Implementation-Version/ {print $2}' | tr -d '\r')${commit:+ ($commit)} on $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(java -version 2>&1 | head -1)"
 echo "wrk -t2 -c$CONNS -d${SECS}s after ${WARM}s of warm-up; load generator on the same machine"
 echo
 printf '| %-10s | %-30s | %9s | %8s | %8s | %10s | %7s |\n' database endpoint "req/s" "p50 ms" "p99 ms" "vs healthz" "non-2xx"
