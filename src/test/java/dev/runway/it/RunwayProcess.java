@@ -14,9 +14,14 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 
-/** The packaged jar (target/runway.jar) run as a child process, as a user runs it. */
+/**
+ * The packaged jar (target/runway.jar) run as a child process, as a user runs it: with the JVM
+ * options of config/jvm.options, as ./run.sh starts it (the small heap, SerialGC, H2's value cache
+ * off), so that the kill -9 and SIGTERM tests check the server as it is shipped.
+ */
 final class RunwayProcess {
   static final Path JAR = Path.of(System.getProperty("runway.jar", "target/runway.jar")).toAbsolutePath();
+  private static final Path JVM_OPTIONS = Path.of("config/jvm.options").toAbsolutePath();
 
   private final Map<String, String> env;
   private final Path workDir;
@@ -36,7 +41,7 @@ final class RunwayProcess {
 
   /** Runs the jar with these arguments (none: the server) to its end, within {@code seconds}. */
   Result run(int seconds, String... args) throws IOException, InterruptedException {
-    List<String> cmd = new ArrayList<>(List.of(javaBin(), "-jar", JAR.toString()));
+    List<String> cmd = javaJar();
     cmd.addAll(List.of(args));
     ProcessBuilder pb = new ProcessBuilder(cmd).directory(workDir.toFile());
     pb.environment().putAll(env);
@@ -68,7 +73,7 @@ final class RunwayProcess {
 
   /** Starts the server and waits until /readyz answers 200. */
   void start() throws IOException, InterruptedException {
-    ProcessBuilder pb = new ProcessBuilder(javaBin(), "-jar", JAR.toString()).directory(workDir.toFile());
+    ProcessBuilder pb = new ProcessBuilder(javaJar()).directory(workDir.toFile());
     pb.environment().putAll(env);
     pb.redirectOutput(ProcessBuilder.Redirect.appendTo(workDir.resolve("server.out").toFile()));
     pb.redirectError(ProcessBuilder.Redirect.appendTo(workDir.resolve("server.err").toFile()));
@@ -130,8 +135,18 @@ final class RunwayProcess {
     }
   }
 
-  private static String javaBin() {
-    return Path.of(System.getProperty("java.home"), "bin", "java").toString();
+  /** java, the options of config/jvm.options (its lines but comments), -jar and the jar. */
+  private static List<String> javaJar() throws IOException {
+    List<String> cmd = new ArrayList<>();
+    cmd.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
+    for (String line : Files.readAllLines(JVM_OPTIONS)) {
+      if (!line.startsWith("#") && !line.isBlank()) {
+        cmd.addAll(List.of(line.trim().split("\\s+")));
+      }
+    }
+    cmd.add("-jar");
+    cmd.add(JAR.toString());
+    return cmd;
   }
 
   private static int freePort() throws IOException {
