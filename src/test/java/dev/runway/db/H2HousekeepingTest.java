@@ -17,6 +17,10 @@ import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
 import java.util.List;
+import org.h2.engine.SessionLocal;
+import org.h2.jdbc.JdbcConnection;
+import org.h2.jdbcx.JdbcDataSource;
+import org.h2.mvstore.MVStore;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -58,6 +62,31 @@ class H2HousekeepingTest {
         r.next();
         assertEquals(RUNS, r.getInt(1), "every run is still there after the rewrite");
       }
+    }
+  }
+
+  @Test
+  void what_h2_wrote_is_synced_to_the_disk_within_a_second() throws Exception {
+    String url = TestDatabase.H2.settingsForFreshDatabase().asMap().get("db.url");
+    JdbcDataSource dataSource = new JdbcDataSource();
+    dataSource.setURL(url);
+    dataSource.setUser("sa");
+    try (Connection c = dataSource.getConnection(); H2Housekeeping housekeeping = new H2Housekeeping(dataSource)) {
+      MVStore store = c.unwrap(JdbcConnection.class).getSession() instanceof SessionLocal session
+          ? session.getDatabase().getStore().getMvStore()
+          : null;
+      try (Statement s = c.createStatement()) {
+        s.execute("SET WRITE_DELAY 0");
+        s.execute("CREATE TABLE t (id INT PRIMARY KEY)");
+        s.execute("INSERT INTO t VALUES (1)");
+      }
+      long written = store.getFileStore().getWriteCount();
+      assertTrue(written > 0);
+      long deadline = System.nanoTime() + 1_000_000_000L;
+      while (housekeeping.syncedWrites() != written && System.nanoTime() < deadline) {
+        Thread.sleep(10);
+      }
+      assertEquals(written, housekeeping.syncedWrites(), "synced after the last write to the file");
     }
   }
 
