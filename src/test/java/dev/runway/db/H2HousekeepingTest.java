@@ -66,7 +66,7 @@ class H2HousekeepingTest {
   }
 
   @Test
-  void what_h2_wrote_is_synced_to_the_disk_within_a_second() throws Exception {
+  void what_h2_wrote_is_synced_to_the_disk_within_moments() throws Exception {
     String url = TestDatabase.H2.settingsForFreshDatabase().asMap().get("db.url");
     JdbcDataSource dataSource = new JdbcDataSource();
     dataSource.setURL(url);
@@ -82,7 +82,8 @@ class H2HousekeepingTest {
       }
       long written = store.getFileStore().getWriteCount();
       assertTrue(written > 0);
-      long deadline = System.nanoTime() + 1_000_000_000L;
+      // A sync every 250 ms; the deadline leaves room for a busy build machine.
+      long deadline = System.nanoTime() + 5_000_000_000L;
       while (housekeeping.syncedWrites() != written && System.nanoTime() < deadline) {
         Thread.sleep(10);
       }
