@@ -112,18 +112,21 @@ final class H2Housekeeping implements AutoCloseable {
 
   private MVStore store() throws SQLException {
     if (store == null || store.isClosed()) {
-      store = openStore();
+      try (Connection c = dataSource.getConnection()) {
+        store = storeOf(c);
+      }
     }
     return store;
   }
 
-  /** Null when another process holds the file and this one reaches it through AUTO_SERVER. */
-  private MVStore openStore() throws SQLException {
-    try (Connection c = dataSource.getConnection()) {
-      return c.unwrap(JdbcConnection.class).getSession() instanceof SessionLocal session
-          ? session.getDatabase().getStore().getMvStore()
-          : null;
-    }
+  /**
+   * The store of the H2 file this connection works on; null when another process holds the file
+   * and this one reaches it through AUTO_SERVER.
+   */
+  static MVStore storeOf(Connection c) throws SQLException {
+    return c.unwrap(JdbcConnection.class).getSession() instanceof SessionLocal session
+        ? session.getDatabase().getStore().getMvStore()
+        : null;
   }
 
   /**

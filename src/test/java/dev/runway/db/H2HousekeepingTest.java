@@ -17,8 +17,6 @@ import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
 import java.util.List;
-import org.h2.engine.SessionLocal;
-import org.h2.jdbc.JdbcConnection;
 import org.h2.jdbcx.JdbcDataSource;
 import org.h2.mvstore.MVStore;
 import org.junit.jupiter.api.Test;
@@ -72,9 +70,7 @@ class H2HousekeepingTest {
     dataSource.setURL(url);
     dataSource.setUser("sa");
     try (Connection c = dataSource.getConnection(); H2Housekeeping housekeeping = new H2Housekeeping(dataSource)) {
-      MVStore store = c.unwrap(JdbcConnection.class).getSession() instanceof SessionLocal session
-          ? session.getDatabase().getStore().getMvStore()
-          : null;
+      MVStore store = H2Housekeeping.storeOf(c);
       try (Statement s = c.createStatement()) {
         s.execute("SET WRITE_DELAY 0");
         s.execute("CREATE TABLE t (id INT PRIMARY KEY)");
