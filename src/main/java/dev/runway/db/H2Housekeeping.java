@@ -20,8 +20,9 @@ import org.slf4j.LoggerFactory;
  * full write rate (3 GB in 90 s of start-run load here; 1.2 GB for 120 MB of rows in a plain H2
  * test), and H2 keeps every chunk's metadata in memory.
  *
- * <p>H2 rewrites only chunks older than its retention time (45 s), so that the file stays
- * consistent even if the disk loses the writes of the last seconds.
+ * <p>H2 rewrites only chunks older than its retention time ({@value Database#H2_RETENTION_MILLIS}
+ * ms, which Runway sets), so that the file stays consistent even if the disk loses the writes of
+ * the last moments.
  *
  * <p>It also hands H2's writes on to the disk (fsync) every {@value #SYNC_MILLIS} ms. A commit
  * survives a crash of the process once it is written to the file, as the operating system keeps
@@ -35,7 +36,7 @@ final class H2Housekeeping implements AutoCloseable {
   /**
    * The first round waits until the server has surely started: a round holds H2's store lock, and
    * the start's own commits (the workflow files) waited behind rounds for a tenth of a second
-   * after a long load. Nothing is lost by waiting, H2 rewrites only chunks older than 45 s anyway.
+   * after a long load. Nothing is lost by waiting: what a start writes is little.
    */
   private static final long FIRST_ROUND_MILLIS = 10_000;
   /** Below this share of live data in its chunks, H2 rewrites the emptiest old chunks. */
