@@ -5,34 +5,65 @@ import java.security.SecureRandom;
 /**
  * Ids for records Runway creates: a type prefix and 26 Crockford base-32 characters holding a
  * 48-bit millisecond time and 80 random bits, so ids sort by creation time (like ULIDs).
+ *
+ * <p>Within one millisecond, an id takes the previous one's random bits plus one (ULID's
+ * monotonic mode), so the ids one process makes sort in the order it made them: runs a client
+ * starts one after another are listed in exactly that order, not shuffled within a millisecond.
  */
 public final class Ids {
   private static final char[] ALPHABET = "0123456789abcdefghjkmnpqrstvwxyz".toCharArray();
   private static final SecureRandom RANDOM = new SecureRandom();
   public static final int BODY_LENGTH = 26;
 
+  private static final Sequence SEQUENCE = new Sequence();
+
   private Ids() {}
 
   public static String newId(String prefix, long epochMillis) {
-    byte[] random = new byte[10];
-    RANDOM.nextBytes(random);
-    long hi = (epochMillis << 16) | ((random[0] & 0xffL) << 8) | (random[1] & 0xffL);
-    long lo = 0;
-    for (int i = 2; i < 10; i++) {
-      lo = (lo << 8) | (random[i] & 0xffL);
+    return SEQUENCE.next(prefix, epochMillis);
+  }
+
+  public static String newId(String prefix) {
+    return newId(prefix, System.currentTimeMillis());
+  }
+
+  /** The ids of one process, in the order it makes them (tests make sequences of their own). */
+  static final class Sequence {
+    /** The last id made: its millisecond and its 80 random bits (16 high, 64 low). */
+    private long lastMillis = -1;
+    private long lastRandomHigh;
+    private long lastRandomLow;
+
+    synchronized String next(String prefix, long epochMillis) {
+      if (epochMillis > lastMillis) {
+        byte[] random = new byte[10];
+        RANDOM.nextBytes(random);
+        lastRandomHigh = ((random[0] & 0xffL) << 8) | (random[1] & 0xffL);
+        lastRandomLow = 0;
+        for (int i = 2; i < 10; i++) {
+          lastRandomLow = (lastRandomLow << 8) | (random[i] & 0xffL);
+        }
+        lastMillis = epochMillis;
+      } else {
+        // The same millisecond, or a clock that stepped back: one more than the last id.
+        lastRandomLow++;
+        if (lastRandomLow == 0) {
+          lastRandomHigh = (lastRandomHigh + 1) & 0xffff;
+        }
+      }
+      return encode(prefix, (lastMillis << 16) | lastRandomHigh, lastRandomLow);
     }
+  }
+
+  /** A prefix and 128 bits as 26 five-bit groups, most significant first (the first holds 3). */
+  private static String encode(String prefix, long hi, long lo) {
     char[] out = new char[BODY_LENGTH];
-    // 128 bits as 26 five-bit groups, most significant first (the first group holds 3 bits).
     for (int i = BODY_LENGTH - 1; i >= 0; i--) {
       out[i] = ALPHABET[(int) (lo & 31)];
       lo = (lo >>> 5) | ((hi & 31) << 59);
       hi >>>= 5;
     }
     return prefix + "_" + new String(out);
-  }
-
-  public static String newId(String prefix) {
-    return newId(prefix, System.currentTimeMillis());
   }
 
   /** Whether text has the shape of an id with this prefix. */

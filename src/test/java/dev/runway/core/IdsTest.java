@@ -1,0 +1,47 @@
+package dev.runway.core;
+
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.ArrayList;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+
+class IdsTest {
+  private static final long T = 1_795_000_000_000L;
+
+  @Test
+  void ids_made_in_one_millisecond_sort_in_the_order_they_were_made() {
+    Ids.Sequence sequence = new Ids.Sequence();
+    List<String> ids = new ArrayList<>();
+    for (int i = 0; i < 1000; i++) {
+      ids.add(sequence.next("run", T));
+    }
+    for (int i = 1; i < ids.size(); i++) {
+      assertTrue(ids.get(i - 1).compareTo(ids.get(i)) < 0, ids.get(i - 1) + " then " + ids.get(i));
+      assertTrue(Ids.looksLike("run", ids.get(i)), ids.get(i));
+    }
+    // The first 10 characters after the prefix are the millisecond.
+    String time = ids.get(0).substring(4, 14);
+    assertTrue(ids.stream().allMatch(id -> id.substring(4, 14).equals(time)), "one millisecond: " + ids);
+  }
+
+  @Test
+  void a_clock_that_steps_back_does_not_make_an_id_sort_before_the_last_one() {
+    Ids.Sequence sequence = new Ids.Sequence();
+    String later = sequence.next("evt", T);
+    String earlier = sequence.next("evt", T - 5_000);
+    assertTrue(later.compareTo(earlier) < 0, later + " then " + earlier);
+  }
+
+  @Test
+  void a_new_millisecond_carries_its_time_and_fresh_random_bits() {
+    Ids.Sequence sequence = new Ids.Sequence();
+    String a = sequence.next("key", T);
+    String b = sequence.next("key", T + 1);
+    assertTrue(a.substring(4, 14).compareTo(b.substring(4, 14)) < 0, a + " then " + b);
+    assertNotEquals(a.substring(14), b.substring(14), "random bits drawn anew");
+    // Two sequences (two processes) in the same millisecond do not make the same id.
+    assertNotEquals(new Ids.Sequence().next("key", T), new Ids.Sequence().next("key", T));
+  }
+}
