@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.List;
 import org.junit.jupiter.api.Test;
 
@@ -37,10 +38,22 @@ class IdsTest {
   @Test
   void a_new_millisecond_carries_its_time_and_fresh_random_bits() {
     Ids.Sequence sequence = new Ids.Sequence();
-    String a = sequence.next("key", T);
-    String b = sequence.next("key", T + 1);
-    assertTrue(a.substring(4, 14).compareTo(b.substring(4, 14)) < 0, a + " then " + b);
-    assertNotEquals(a.substring(14), b.substring(14), "random bits drawn anew");
+    List<String> ids = new ArrayList<>();
+    for (int i = 0; i < 20; i++) {
+      ids.add(sequence.next("key", T + i));
+    }
+    List<String> randomParts = new ArrayList<>();
+    for (int i = 1; i < ids.size(); i++) {
+      String a = ids.get(i - 1);
+      String b = ids.get(i);
+      assertTrue(a.substring(4, 14).compareTo(b.substring(4, 14)) < 0, "the time moves on: " + a + " then " + b);
+      randomParts.add(b.substring(14));
+    }
+    // Counting on from the last id would leave the random parts ascending; drawn anew, 19 of them
+    // ascend by chance once in 19! times.
+    List<String> sorted = new ArrayList<>(randomParts);
+    Collections.sort(sorted);
+    assertNotEquals(sorted, randomParts, "random bits drawn anew in each millisecond: " + ids);
     // Two sequences (two processes) in the same millisecond do not make the same id.
     assertNotEquals(new Ids.Sequence().next("key", T), new Ids.Sequence().next("key", T));
   }
