@@ -7,6 +7,7 @@ import dev.runway.config.SettingsException;
 import dev.runway.db.Database;
 import java.util.Arrays;
 import java.util.List;
+import java.util.concurrent.atomic.AtomicBoolean;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import sun.misc.Signal;
@@ -53,8 +54,13 @@ public final class Main {
       return;
     }
     // SIGTERM (and Ctrl-C) stop the server cleanly and exit 0; the JVM's default would exit 143.
+    AtomicBoolean stopping = new AtomicBoolean();
     for (String signal : new String[] {"TERM", "INT"}) {
-      Signal.handle(new Signal(signal), s -> stop(runway, log, "SIG" + signal));
+      Signal.handle(new Signal(signal), s -> {
+        if (stopping.compareAndSet(false, true)) {
+          stopInForeground(runway, log, "SIG" + signal);
+        }
+      });
     }
     ServerSettings s = ServerSettings.from(settings);
     String base = "http://" + (s.httpHost().equals("0.0.0.0") ? "127.0.0.1" : s.httpHost()) + ":" + runway.port();
@@ -77,6 +83,19 @@ public final class Main {
         More keys: ./run.sh keys create --workspace default --scopes runs:write,runs:read --name ci
         ==============================================================================
         """.formatted(key, base, key)));
+  }
+
+  /**
+   * Stops on a thread that is not a daemon. The JVM runs a signal handler on a daemon thread, and
+   * Runway's own threads are daemons too: once the HTTP server's threads had ended, nothing held the
+   * JVM up, and it exited in the middle of the stop, before the engine's running steps had finished
+   * and before the database was closed (an H2 file then keeps its lock file, and the next start
+   * waits two seconds for it to go stale).
+   */
+  private static void stopInForeground(Runway runway, Logger log, String why) {
+    Thread stop = new Thread(() -> stop(runway, log, why), "runway-stop");
+    stop.setDaemon(false);
+    stop.start();
   }
 
   private static void stop(Runway runway, Logger log, String why) {

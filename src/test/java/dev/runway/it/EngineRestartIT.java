@@ -1,6 +1,7 @@
 package dev.runway.it;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
@@ -21,8 +22,11 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.Executors;
+import java.util.concurrent.TimeUnit;
 
 /**
  * The engine's state is in the database: the packaged jar is killed with SIGKILL in the middle of
@@ -51,16 +55,7 @@ class EngineRestartIT {
     tool.start();
     String toolBase = "http://127.0.0.1:" + tool.getAddress().getPort();
 
-    Settings fresh = db.settingsForFreshDatabase();
-    Path workDir = Files.createTempDirectory("runway-engine-restart-");
-    RunwayProcess server = new RunwayProcess(Map.of(
-        "RUNWAY_DB_URL", fresh.asMap().get("db.url"),
-        "RUNWAY_DB_USER", fresh.asMap().get("db.user"),
-        "RUNWAY_DB_PASSWORD", fresh.asMap().get("db.password"),
-        "RUNWAY_WORKFLOWS_DIR", "",
-        "RUNWAY_ENGINE_HTTP_ALLOW_PRIVATE_NETWORKS", "true",
-        "RUNWAY_ENGINE_LEASE_SECONDS", "1",
-        "RUNWAY_ENGINE_POLL_INTERVAL_MS", "100"), workDir);
+    RunwayProcess server = engineServer(db.settingsForFreshDatabase(), "runway-engine-restart-");
     String key = server.command("keys", "create", "--workspace", "ops", "--name", "restart").trim();
     try {
       server.start();
@@ -85,6 +80,76 @@ class EngineRestartIT {
       server.stop();
       tool.stop(0);
     }
+  }
+
+  /**
+   * SIGTERM while a step is running: the stop waits for the step, records its outcome, closes the
+   * database and only then exits 0. The JVM runs a signal handler on a daemon thread and Runway's
+   * threads are daemons too, so once the HTTP server had stopped, the JVM used to exit in the middle
+   * of the stop. (Javalin keeps one thread that is not a daemon for its first 5 s, to warn about an
+   * app never started, which hid this from a SIGTERM that came early.)
+   */
+  @BothDatabases
+  void sigterm_lets_a_running_step_finish_and_closes_the_database_before_exit(TestDatabase db) throws Exception {
+    List<String> calls = new CopyOnWriteArrayList<>();
+    CountDownLatch answer = new CountDownLatch(1);
+    HttpServer tool = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 0);
+    tool.setExecutor(Executors.newFixedThreadPool(2));
+    tool.createContext("/", exchange -> {
+      calls.add(exchange.getRequestURI().getPath());
+      try {
+        answer.await(30, TimeUnit.SECONDS);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
+      byte[] body = "{\"ok\":true}".getBytes(StandardCharsets.UTF_8);
+      exchange.getResponseHeaders().add("Content-Type", "application/json");
+      exchange.sendResponseHeaders(200, body.length);
+      exchange.getResponseBody().write(body);
+      exchange.close();
+    });
+    tool.start();
+    Settings fresh = db.settingsForFreshDatabase();
+    RunwayProcess server = engineServer(fresh, "runway-engine-sigterm-");
+    String key = server.command("keys", "create", "--workspace", "ops", "--name", "sigterm").trim();
+    try {
+      server.start();
+      long started = System.nanoTime();
+      put(server, key, "slow", "[{\"type\":\"http\",\"url\":\"http://127.0.0.1:" + tool.getAddress().getPort()
+          + "/slow\",\"timeout_ms\":30000}]");
+      String run = start(server, key, "slow");
+      awaitStep(server, key, run, 0, "running");
+      Thread.sleep(Math.max(0, 6_000 - (System.nanoTime() - started) / 1_000_000)); // past Javalin's first 5 s
+
+      // The step's call answers a second after the SIGTERM.
+      CompletableFuture.delayedExecutor(1, TimeUnit.SECONDS).execute(answer::countDown);
+      assertEquals(0, server.terminate(30), "exit code after SIGTERM (-1: still running after 30 s)\n" + server.log());
+      assertTrue(server.log().contains("stopped cleanly"), "the stop ran to its end:\n" + server.log());
+      if (db == TestDatabase.H2) {
+        Path lockFile = Path.of(fresh.asMap().get("db.url").substring("jdbc:h2:file:".length()) + ".lock.db");
+        assertFalse(Files.exists(lockFile), "H2 was closed: its lock file is gone");
+      }
+      server.start();
+      JsonNode done = get(server, key, run);
+      assertEquals("succeeded", done.get("status").asText(), done::toString);
+      assertEquals(List.of("/slow"), calls, "the step finished before the exit and was not made again");
+    } finally {
+      answer.countDown();
+      server.stop();
+      tool.stop(0);
+    }
+  }
+
+  /** The packaged jar on a fresh database, no workflow files, engine leases of 1 s, calls to loopback allowed. */
+  private static RunwayProcess engineServer(Settings fresh, String dirPrefix) throws IOException {
+    return new RunwayProcess(Map.of(
+        "RUNWAY_DB_URL", fresh.asMap().get("db.url"),
+        "RUNWAY_DB_USER", fresh.asMap().get("db.user"),
+        "RUNWAY_DB_PASSWORD", fresh.asMap().get("db.password"),
+        "RUNWAY_WORKFLOWS_DIR", "",
+        "RUNWAY_ENGINE_HTTP_ALLOW_PRIVATE_NETWORKS", "true",
+        "RUNWAY_ENGINE_LEASE_SECONDS", "1",
+        "RUNWAY_ENGINE_POLL_INTERVAL_MS", "100"), Files.createTempDirectory(dirPrefix));
   }
 
   private void put(RunwayProcess server, String key, String id, String steps) throws Exception {

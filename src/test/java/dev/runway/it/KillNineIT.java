@@ -71,6 +71,7 @@ class KillNineIT {
       long ms = (System.nanoTime() - t0) / 1_000_000;
       load.stop();
       assertEquals(0, exit, "exit code after SIGTERM (-1: still running after 20 s)\n" + s.process.log());
+      assertTrue(s.process.log().contains("stopped cleanly"), "the stop ran to its end:\n" + s.process.log());
       assertTrue(ms < 15_000, "stopped in " + ms + " ms");
       s.process.start();
       List<String> missing = missing(s, acked);
