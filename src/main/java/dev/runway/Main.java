@@ -19,6 +19,8 @@ public final class Main {
              runway keys ...           manage API keys (runway keys --help)
       settings: config/runway.properties, overridden by RUNWAY_* environment variables""";
 
+  private static final String JETTY_REFERENCES_PER_CACHE_LINE = "org.eclipse.jetty.util.referencesPerCacheLine";
+
   private Main() {}
 
   public static void main(String[] args) {
@@ -41,6 +43,7 @@ public final class Main {
   }
 
   private static void serve(Settings settings) {
+    skipJettysJmxProbe();
     Logger log = LoggerFactory.getLogger(Main.class);
     Runway runway;
     try {
@@ -83,6 +86,18 @@ public final class Main {
         More keys: ./run.sh keys create --workspace default --scopes runs:write,runs:read --name ci
         ==============================================================================
         """.formatted(key, base, key)));
+  }
+
+  /**
+   * Jetty pads some shared counters to a cache line, and to size the padding it asks JMX whether
+   * object references are compressed: setting up JMX's platform server took a tenth of a second of
+   * the start's CPU. They are compressed in any heap under 32 GB, Runway's is 128 MB: 16 references
+   * to a 64-byte line, what Jetty would have found. A value given on the command line wins.
+   */
+  private static void skipJettysJmxProbe() {
+    if (System.getProperty(JETTY_REFERENCES_PER_CACHE_LINE) == null) {
+      System.setProperty(JETTY_REFERENCES_PER_CACHE_LINE, "16");
+    }
   }
 
   /**
