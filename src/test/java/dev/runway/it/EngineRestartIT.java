@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import com.sun.net.httpserver.HttpExchange;
 import com.sun.net.httpserver.HttpServer;
 import dev.runway.config.Settings;
 import dev.runway.core.Json;
@@ -46,11 +47,7 @@ class EngineRestartIT {
       if (path.equals("/slow") && calls.stream().filter(c -> c.startsWith("/slow")).count() == 1) {
         sleep(30_000); // the first call hangs until the server that made it is killed
       }
-      byte[] body = "{\"ok\":true}".getBytes(StandardCharsets.UTF_8);
-      exchange.getResponseHeaders().add("Content-Type", "application/json");
-      exchange.sendResponseHeaders(200, body.length);
-      exchange.getResponseBody().write(body);
-      exchange.close();
+      answerOk(exchange);
     });
     tool.start();
     String toolBase = "http://127.0.0.1:" + tool.getAddress().getPort();
@@ -102,11 +99,7 @@ class EngineRestartIT {
       } catch (InterruptedException e) {
         Thread.currentThread().interrupt();
       }
-      byte[] body = "{\"ok\":true}".getBytes(StandardCharsets.UTF_8);
-      exchange.getResponseHeaders().add("Content-Type", "application/json");
-      exchange.sendResponseHeaders(200, body.length);
-      exchange.getResponseBody().write(body);
-      exchange.close();
+      answerOk(exchange);
     });
     tool.start();
     Settings fresh = db.settingsForFreshDatabase();
@@ -150,6 +143,15 @@ class EngineRestartIT {
         "RUNWAY_ENGINE_HTTP_ALLOW_PRIVATE_NETWORKS", "true",
         "RUNWAY_ENGINE_LEASE_SECONDS", "1",
         "RUNWAY_ENGINE_POLL_INTERVAL_MS", "100"), Files.createTempDirectory(dirPrefix));
+  }
+
+  /** A tool's answer: 200 with {"ok":true}. */
+  private static void answerOk(HttpExchange exchange) throws IOException {
+    byte[] body = "{\"ok\":true}".getBytes(StandardCharsets.UTF_8);
+    exchange.getResponseHeaders().add("Content-Type", "application/json");
+    exchange.sendResponseHeaders(200, body.length);
+    exchange.getResponseBody().write(body);
+    exchange.close();
   }
 
   private void put(RunwayProcess server, String key, String id, String steps) throws Exception {
