@@ -62,6 +62,8 @@ public final class Main {
       Signal.handle(new Signal(signal), s -> {
         if (stopping.compareAndSet(false, true)) {
           stopInForeground(runway, log, "SIG" + signal);
+        } else {
+          log.info("SIG{}: already stopping", signal);
         }
       });
     }
