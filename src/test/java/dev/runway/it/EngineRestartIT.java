@@ -114,10 +114,15 @@ class EngineRestartIT {
       awaitStep(server, key, run, 0, "running");
       Thread.sleep(Math.max(0, 6_000 - (System.nanoTime() - started) / 1_000_000)); // past Javalin's first 5 s
 
-      // The step's call answers a second after the SIGTERM.
+      // Two SIGTERMs; the step's call answers a second after them.
+      server.sigterm();
       CompletableFuture.delayedExecutor(1, TimeUnit.SECONDS).execute(answer::countDown);
+      Thread.sleep(200);
       assertEquals(0, server.terminate(30), "exit code after SIGTERM (-1: still running after 30 s)\n" + server.log());
-      assertTrue(server.log().contains("stopped cleanly"), "the stop ran to its end:\n" + server.log());
+      String log = server.log();
+      assertTrue(log.contains("stopped cleanly"), "the stop ran to its end:\n" + log);
+      assertTrue(log.contains("SIGTERM: already stopping"), "the second SIGTERM started no second stop:\n" + log);
+      assertEquals(1, log.split("SIGTERM: stopping", -1).length - 1, log);
       if (db == TestDatabase.H2) {
         Path lockFile = Path.of(fresh.asMap().get("db.url").substring("jdbc:h2:file:".length()) + ".lock.db");
         assertFalse(Files.exists(lockFile), "H2 was closed: its lock file is gone");

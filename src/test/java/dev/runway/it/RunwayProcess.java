@@ -104,6 +104,11 @@ final class RunwayProcess {
     process.waitFor();
   }
 
+  /** SIGTERM, without waiting. */
+  void sigterm() {
+    process.destroy();
+  }
+
   /** SIGTERM; returns the exit code, or -1 if the process had not exited after {@code seconds}. */
   int terminate(int seconds) throws InterruptedException {
     process.destroy();
