@@ -45,7 +45,8 @@ public final class Ids {
         }
         lastMillis = epochMillis;
       } else {
-        // The same millisecond, or a clock that stepped back: one more than the last id.
+        // The same millisecond, an earlier one (a clock that stepped back, or a time another thread
+        // read a moment before the last id was made): one more than the last id, in its millisecond.
         lastRandomLow++;
         if (lastRandomLow == 0) {
           lastRandomHigh = (lastRandomHigh + 1) & 0xffff;

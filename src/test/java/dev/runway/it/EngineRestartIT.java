@@ -117,7 +117,7 @@ class EngineRestartIT {
       // Two SIGTERMs; the step's call answers a second after them.
       server.sigterm();
       CompletableFuture.delayedExecutor(1, TimeUnit.SECONDS).execute(answer::countDown);
-      Thread.sleep(200);
+      Thread.sleep(200); // two signals sent at once may reach the JVM as one
       assertEquals(0, server.terminate(30), "exit code after SIGTERM (-1: still running after 30 s)\n" + server.log());
       String log = server.log();
       assertTrue(log.contains("stopped cleanly"), "the stop ran to its end:\n" + log);

@@ -111,7 +111,7 @@ final class RunwayProcess {
 
   /** SIGTERM; returns the exit code, or -1 if the process had not exited after {@code seconds}. */
   int terminate(int seconds) throws InterruptedException {
-    process.destroy();
+    sigterm();
     if (!process.waitFor(seconds, java.util.concurrent.TimeUnit.SECONDS)) {
       return -1;
     }
