@@ -110,16 +110,26 @@ public final class Main {
    * waits two seconds for it to go stale).
    */
   private static void stopInForeground(Runway runway, Logger log, String why) {
-    Thread stop = new Thread(() -> stop(runway, log, why), "runway-stop");
+    Thread stop = new Thread(() -> System.exit(stop(runway::close, log, why)), "runway-stop");
     stop.setDaemon(false);
     stop.start();
   }
 
-  private static void stop(Runway runway, Logger log, String why) {
+  /**
+   * Runs the stop and returns the exit code: 0 once everything is closed, 1 if closing failed. The
+   * failure must not escape: the stop thread would end with it, and with no other thread left the
+   * JVM would exit 0, telling the supervisor that the stop went well.
+   */
+  static int stop(Runnable close, Logger log, String why) {
     log.info("{}: stopping (finishing requests in flight, committing what is waiting)", why);
-    runway.close();
+    try {
+      close.run();
+    } catch (Throwable e) {
+      log.error("the stop failed", e);
+      return 1;
+    }
     log.info("stopped cleanly");
-    System.exit(0);
+    return 0;
   }
 
   private static int keys(List<String> args) {
