@@ -19,6 +19,8 @@ import org.slf4j.helpers.SubstituteLogger;
  * {@code EngineRestartIT} and {@code KillNineIT}; a failing close cannot be brought about there.
  */
 class MainStopTest {
+  private static final String STOPPING = "SIGTERM: stopping (finishing requests in flight, committing what is waiting)";
+
   private final Queue<SubstituteLoggingEvent> events = new ArrayDeque<>();
   private final Logger log = new EventRecordingLogger(new SubstituteLogger("main", events, false), events);
 
@@ -30,8 +32,7 @@ class MainStopTest {
 
     assertEquals(0, code);
     assertEquals(1, closes[0]);
-    assertEquals(List.of("SIGTERM: stopping (finishing requests in flight, committing what is waiting)", "stopped cleanly"),
-        messages());
+    assertEquals(List.of(STOPPING, "stopped cleanly"), messages());
   }
 
   @Test
@@ -41,11 +42,10 @@ class MainStopTest {
     int code = Main.stop(() -> { throw failure; }, log, "SIGTERM");
 
     assertEquals(1, code);
-    SubstituteLoggingEvent last = List.copyOf(events).get(events.size() - 1);
+    assertEquals(List.of(STOPPING, "the stop failed"), messages());
+    SubstituteLoggingEvent last = List.copyOf(events).get(1);
     assertEquals(Level.ERROR, last.getLevel());
-    assertEquals("the stop failed", last.getMessage());
     assertSame(failure, last.getThrowable());
-    assertEquals(2, events.size(), "no \"stopped cleanly\": " + messages());
   }
 
   private List<String> messages() {
