@@ -2,7 +2,8 @@
 # Throughput and latency of Runway's hot paths, measured on the packaged jar: GET /healthz,
 # POST /v1/workflows/{id}/runs (durable) and GET /v1/runs/{id}, on a fresh H2 database and, when
 # one answers, a fresh PostgreSQL database. Also: start-up time to the first 200 on /readyz on an
-# existing database, and resident memory after a long load. Prints one table.
+# existing database, and resident memory after a long load of start-run (with that load's own
+# throughput, p99 and, on H2, the database file's size). Prints one table.
 #
 #   ./run.sh --help >/dev/null          # builds target/runway.jar if needed
 #   bench/run.sh                        # needs wrk (Debian: apt-get install wrk)
@@ -54,7 +55,7 @@ measure() {  # label db url script -> appends a row: db, endpoint, req/s, p50, p
 }
 
 bench_db() {  # db-label jdbc-url user password
-  local db=$1 url=$2 user=$3 password=$4 work port pid key run t0
+  local db=$1 url=$2 user=$3 password=$4 work port pid key run t0 out file
   work=$(mktemp -d /tmp/runway-bench-XXXX)
   port=$(free_port)
   export RUNWAY_HTTP_PORT=$port RUNWAY_DB_URL=$url RUNWAY_DB_USER=$user RUNWAY_DB_PASSWORD=$password \
@@ -79,8 +80,13 @@ bench_db() {  # db-label jdbc-url user password
   measure "GET /v1/runs/{id}" "$db" "http://127.0.0.1:$port/" bench/get.lua
   if [ "$SOAK" -gt 0 ]; then
     echo "bench: $db: ${SOAK}s of start-run load for the memory figure" >&2
-    wrk -t2 -c"$CONNS" -d"${SOAK}s" -s bench/post.lua "http://127.0.0.1:$port/v1/workflows/hello/runs" >/dev/null
+    out=$(wrk -t2 -c"$CONNS" -d"${SOAK}s" --latency -s bench/post.lua "http://127.0.0.1:$port/v1/workflows/hello/runs")
     RSS[$db]=$(awk '/VmRSS/ {printf "%.0f MB", $2/1024}' "/proc/$pid/status")
+    SOAKED[$db]="start-run $(echo "$out" | awk '/Requests\/sec/ {printf "%.0f", $2}')/s, p99 $(echo "$out" | awk '$1=="99%" {print $2}' | to_ms) ms, $(echo "$out" | awk '/Non-2xx/ {print $4}' | grep . || echo 0) non-2xx"
+    if [ "$db" = h2 ]; then
+      file=${url#jdbc:h2:file:}; file=${file%%;*}.mv.db
+      SOAKED[$db]+=", database file $(du -h "$file" | cut -f1)"
+    fi
   fi
   kill -TERM "$pid"; wait "$pid" || true
   t0=$(date +%s%3N)
@@ -91,7 +97,7 @@ bench_db() {  # db-label jdbc-url user password
   rm -rf "$work"
 }
 
-declare -A RSS START
+declare -A RSS START SOAKED
 bench_db h2 "jdbc:h2:file:/tmp/runway-bench-h2-$$/runway;AUTO_SERVER=TRUE" sa ""
 rm -rf "/tmp/runway-bench-h2-$$"
 if command -v psql >/dev/null && psql "postgresql://$PG_USER@127.0.0.1:5432/postgres" -qc 'select 1' >/dev/null 2>&1; then
@@ -119,5 +125,5 @@ for row in "${ROWS[@]}"; do
 done
 echo
 for db in "${!START[@]}"; do
-  echo "$db: start-up to the first 200 on /readyz (existing database): ${START[$db]} ms; resident memory after ${SOAK}s of load: ${RSS[$db]:-not measured}"
+  echo "$db: start-up to the first 200 on /readyz (existing database): ${START[$db]} ms; resident memory after ${SOAK}s of load: ${RSS[$db]:-not measured}${SOAKED[$db]:+ (${SOAKED[$db]})}"
 done
