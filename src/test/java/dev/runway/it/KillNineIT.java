@@ -3,7 +3,6 @@ package dev.runway.it;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import dev.runway.config.Settings;
 import dev.runway.core.Json;
 import dev.runway.support.BothDatabases;
 import dev.runway.support.TestDatabase;
@@ -11,8 +10,6 @@ import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
-import java.nio.file.Files;
-import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collections;
@@ -87,14 +84,7 @@ class KillNineIT {
   private record Server(RunwayProcess process, String key) {}
 
   private static Server server(TestDatabase db) throws Exception {
-    Settings fresh = db.settingsForFreshDatabase();
-    String url = fresh.asMap().get("db.url") + (db == TestDatabase.H2 ? ";AUTO_SERVER=TRUE" : "");
-    Path workDir = Files.createTempDirectory("runway-stop-");
-    RunwayProcess process = new RunwayProcess(Map.of(
-        "RUNWAY_DB_URL", url,
-        "RUNWAY_DB_USER", fresh.asMap().get("db.user"),
-        "RUNWAY_DB_PASSWORD", fresh.asMap().get("db.password"),
-        "RUNWAY_WORKFLOWS_DIR", Path.of("config/workflows").toAbsolutePath().toString()), workDir);
+    RunwayProcess process = RunwayProcess.onFreshDatabase(db, Map.of(), "runway-stop-");
     // The keys command works on the database before the server has ever run.
     String key = process.command("keys", "create", "--workspace", "default", "--scopes", "runs:write,runs:read",
         "--name", "stop-test").trim();

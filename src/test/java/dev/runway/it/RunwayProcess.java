@@ -1,5 +1,6 @@
 package dev.runway.it;
 
+import dev.runway.support.TestDatabase;
 import java.io.IOException;
 import java.net.ServerSocket;
 import java.net.URI;
@@ -34,6 +35,21 @@ final class RunwayProcess {
     this.env.put("RUNWAY_HTTP_PORT", Integer.toString(port));
     this.env.put("RUNWAY_HTTP_REQUEST_LOG", "false");
     this.workDir = workDir;
+  }
+
+  /**
+   * The server on a fresh database of {@code db} (H2 with AUTO_SERVER, so the keys command can use
+   * it while the server runs), with the workflow files of config/workflows and these variables set.
+   */
+  static RunwayProcess onFreshDatabase(TestDatabase db, Map<String, String> env, String dirPrefix) throws IOException {
+    Map<String, String> fresh = db.settingsForFreshDatabase().asMap();
+    Map<String, String> all = new java.util.HashMap<>(Map.of(
+        "RUNWAY_DB_URL", fresh.get("db.url") + (db == TestDatabase.H2 ? ";AUTO_SERVER=TRUE" : ""),
+        "RUNWAY_DB_USER", fresh.get("db.user"),
+        "RUNWAY_DB_PASSWORD", fresh.get("db.password"),
+        "RUNWAY_WORKFLOWS_DIR", Path.of("config/workflows").toAbsolutePath().toString()));
+    all.putAll(env);
+    return new RunwayProcess(all, Files.createTempDirectory(dirPrefix));
   }
 
   /** How a run of the jar to its end went. */
