@@ -18,6 +18,7 @@ import io.javalin.config.RoutesConfig;
 import java.util.Map;
 import java.util.concurrent.Executor;
 import java.util.concurrent.RejectedExecutionException;
+import org.eclipse.jetty.server.NetworkConnectionLimit;
 import org.eclipse.jetty.util.thread.QueuedThreadPool;
 
 /** Builds Runway's HTTP application, unstarted, so tests can hand the same app to JavalinTest. */
@@ -49,7 +50,17 @@ public final class RunwayApp {
       config.jetty.host = settings.httpHost();
       config.jetty.port = settings.httpPort();
       config.jetty.threadPool = threads;
-      config.jetty.modifyServer(server -> server.setErrorHandler(new JettyErrors()));
+      // Jetty keeps a cache of header lines per connection, 96 KB each by default: 1,000 open
+      // connections filled the 128 MB heap. Without it a request parses its few headers anew.
+      config.jetty.modifyHttpConfiguration(http -> http.setHeaderCacheSize(0));
+      config.jetty.modifyServer(server -> {
+        server.setErrorHandler(new JettyErrors());
+        // Past the limit Jetty stops accepting (new connections wait in the kernel's queue) and
+        // closes connections idle for a second, so idle ones cannot hold every place.
+        NetworkConnectionLimit connections = new NetworkConnectionLimit(settings.maxConnections(), server);
+        connections.setEndPointIdleTimeout(1000);
+        server.addBean(connections);
+      });
       config.jetty.modifyServletContextHandler(context -> context.setErrorHandler(new JettyErrors()));
       if (settings.requestLog()) {
         config.requestLogger.http(RequestLog::log);
