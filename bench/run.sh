@@ -2,14 +2,17 @@
 # Throughput and latency of Runway's hot paths, measured on the packaged jar: GET /healthz,
 # POST /v1/workflows/{id}/runs (durable) and GET /v1/runs/{id}, on a fresh H2 database and, when
 # one answers, a fresh PostgreSQL database. Also: start-up time to the first 200 on /readyz on an
-# existing database, and resident memory after a long load of start-run (with that load's own
-# throughput, p99 and, on H2, the database file's size). Prints one table.
+# existing database, resident memory after a long load of start-run (with that load's own
+# throughput, p99 and, on H2, the database file's size), and overload: start-run from far more
+# connections than the server admits at once (the answers by status, their latency, /readyz and
+# resident memory meanwhile, and a start-run right after). Prints one table.
 #
 #   ./run.sh --help >/dev/null          # builds target/runway.jar if needed
 #   bench/run.sh                        # needs wrk (Debian: apt-get install wrk)
 #
 # Settings: BENCH_CONNECTIONS (32), BENCH_SECONDS (10), BENCH_WARMUP_SECONDS (30: the JIT needs about that long on 2 cores),
-# BENCH_SOAK_SECONDS (60; 0 skips the memory soak), BENCH_PG_URL
+# BENCH_SOAK_SECONDS (60; 0 skips the memory soak), BENCH_OVERLOAD_SECONDS (30; 0 skips the
+# overload), BENCH_OVERLOAD_CONNECTIONS (2000: http.max_in_flight is 160), BENCH_PG_URL
 # (jdbc:postgresql://127.0.0.1:5432/postgres), BENCH_PG_USER (postgres), BENCH_PG_PASSWORD.
 # The server runs as ./run.sh starts it (config/jvm.options, class-data sharing) with default settings, except: the
 # per-key rate limit is off (one key sends everything) and the request log is off (it goes to a
@@ -22,6 +25,8 @@ CONNS=${BENCH_CONNECTIONS:-32}
 SECS=${BENCH_SECONDS:-10}
 WARM=${BENCH_WARMUP_SECONDS:-30}
 SOAK=${BENCH_SOAK_SECONDS:-60}
+OVER=${BENCH_OVERLOAD_SECONDS:-30}
+OVER_CONNS=${BENCH_OVERLOAD_CONNECTIONS:-2000}
 PG_URL=${BENCH_PG_URL:-jdbc:postgresql://127.0.0.1:5432/postgres}
 PG_USER=${BENCH_PG_USER:-postgres}
 PG_PASSWORD=${BENCH_PG_PASSWORD:-}
@@ -44,14 +49,41 @@ await_ready() {  # prints milliseconds from $2 (epoch ms) until /readyz answers 
 ROWS=()
 measure() {  # label db url script -> appends a row: db, endpoint, req/s, p50, p99
   local label=$1 db=$2 url=$3 script=${4:-}
-  local out
-  out=$(wrk -t2 -c"$CONNS" -d"${SECS}s" --latency ${script:+-s "$script"} "$url")
-  local rps p50 p99 errs
+  add_row "$label" "$db" "$(wrk -t2 -c"$CONNS" -d"${SECS}s" --latency ${script:+-s "$script"} "$url")"
+}
+add_row() {  # label db wrk-output
+  local label=$1 db=$2 out=$3 rps p50 p99 errs
   rps=$(echo "$out" | awk '/Requests\/sec/ {printf "%.0f", $2}')
   p50=$(echo "$out" | awk '$1=="50%" {print $2}' | to_ms)
   p99=$(echo "$out" | awk '$1=="99%" {print $2}' | to_ms)
-  errs=$(echo "$out" | awk '/Non-2xx/ {print $4}')
+  errs=$(echo "$out" | awk '/Non-2xx/ {print $NF}')
   ROWS+=("$db|$label|$rps|$p50|$p99|${errs:-0}")
+}
+
+watch_server() {  # port pid file: every 0.5 s, /readyz's status and time in ms, and resident MB
+  while true; do
+    echo "$(curl -s -o /dev/null -m 10 -w '%{http_code} %{time_total}' "http://127.0.0.1:$1/readyz") $(awk '/VmRSS/ {print int($2/1024)}' "/proc/$2/status")" >>"$3"
+    sleep 0.5
+  done
+}
+
+overload() {  # db port pid work -> appends a row, sets OVERLOADED[db]
+  local db=$1 port=$2 pid=$3 work=$4 watcher out after
+  echo "bench: $db: ${OVER}s of start-run at $OVER_CONNS connections (overload)" >&2
+  : >"$work/watch"
+  watch_server "$port" "$pid" "$work/watch" & watcher=$!
+  out=$(wrk -t2 -c"$OVER_CONNS" -d"${OVER}s" --latency -s bench/overload.lua "http://127.0.0.1:$port/v1/workflows/hello/runs")
+  kill "$watcher"; wait "$watcher" 2>/dev/null || true
+  add_row "POST runs, $OVER_CONNS connections" "$db" "$out"
+  after=$(curl -s -o /dev/null -w '%{http_code}' -X POST "http://127.0.0.1:$port/v1/workflows/hello/runs" \
+    -H "Authorization: Bearer $RUNWAY_BENCH_KEY" -H 'Content-Type: application/json' -d '{"project":"bench"}')
+  OVERLOADED[$db]="$(echo "$out" | awk '/^status/ {printf "%s%s %s", sep, $2, $3; sep=", "}' | tr -d :)"
+  OVERLOADED[$db]+="$(echo "$out" | awk '/Socket errors/ {sub(/^ */, ""); printf "; %s", $0}')"
+  # /readyz from a new connection: its status (000: no answer within 10 s) and time, every 0.5 s.
+  OVERLOADED[$db]+="; meanwhile /readyz $(awk '{print $1}' "$work/watch" | sort | uniq -c | awk '{printf "%s%s x%s", sep, $2, $1; sep=", "}')"
+  OVERLOADED[$db]+=" (slowest $(awk '{if ($2 > m) m = $2} END {printf "%.0f", m * 1000}' "$work/watch") ms)"
+  OVERLOADED[$db]+=", resident memory at most $(awk '{if ($3 > m) m = $3} END {print m}' "$work/watch") MB"
+  OVERLOADED[$db]+="; a start-run right after: $after"
 }
 
 bench_db() {  # db-label jdbc-url user password
@@ -82,12 +114,13 @@ bench_db() {  # db-label jdbc-url user password
     echo "bench: $db: ${SOAK}s of start-run load for the memory figure" >&2
     out=$(wrk -t2 -c"$CONNS" -d"${SOAK}s" --latency -s bench/post.lua "http://127.0.0.1:$port/v1/workflows/hello/runs")
     RSS[$db]=$(awk '/VmRSS/ {printf "%.0f MB", $2/1024}' "/proc/$pid/status")
-    SOAKED[$db]="start-run $(echo "$out" | awk '/Requests\/sec/ {printf "%.0f", $2}')/s, p99 $(echo "$out" | awk '$1=="99%" {print $2}' | to_ms) ms, $(echo "$out" | awk '/Non-2xx/ {print $4}' | grep . || echo 0) non-2xx"
+    SOAKED[$db]="start-run $(echo "$out" | awk '/Requests\/sec/ {printf "%.0f", $2}')/s, p99 $(echo "$out" | awk '$1=="99%" {print $2}' | to_ms) ms, $(echo "$out" | awk '/Non-2xx/ {print $NF}' | grep . || echo 0) non-2xx"
     if [ "$db" = h2 ]; then
       file=${url#jdbc:h2:file:}; file=${file%%;*}.mv.db
       SOAKED[$db]+=", database file $(du -h "$file" | cut -f1)"
     fi
   fi
+  if [ "$OVER" -gt 0 ]; then overload "$db" "$port" "$pid" "$work"; fi
   kill -TERM "$pid"; wait "$pid" || true
   t0=$(date +%s%3N)
   (cd "$work" && exec java $OPTS -XX:SharedArchiveFile="$work/runway.jsa" -Xlog:cds=off -jar "$JAR" \
@@ -97,7 +130,7 @@ bench_db() {  # db-label jdbc-url user password
   rm -rf "$work"
 }
 
-declare -A RSS START SOAKED
+declare -A RSS START SOAKED OVERLOADED
 bench_db h2 "jdbc:h2:file:/tmp/runway-bench-h2-$$/runway;AUTO_SERVER=TRUE" sa ""
 rm -rf "/tmp/runway-bench-h2-$$"
 if command -v psql >/dev/null && psql "postgresql://$PG_USER@127.0.0.1:5432/postgres" -qc 'select 1' >/dev/null 2>&1; then
@@ -126,4 +159,5 @@ done
 echo
 for db in "${!START[@]}"; do
   echo "$db: start-up to the first 200 on /readyz (existing database): ${START[$db]} ms; resident memory after ${SOAK}s of load: ${RSS[$db]:-not measured}${SOAKED[$db]:+ (${SOAKED[$db]})}"
+  if [ -n "${OVERLOADED[$db]:-}" ]; then echo "$db: overload, ${OVER}s at $OVER_CONNS connections: ${OVERLOADED[$db]}"; fi
 done
