@@ -50,8 +50,9 @@ public final class RunwayApp {
       config.jetty.host = settings.httpHost();
       config.jetty.port = settings.httpPort();
       config.jetty.threadPool = threads;
-      // Jetty keeps a cache of header lines per connection, 96 KB each by default: 1,000 open
-      // connections filled the 128 MB heap. Without it a request parses its few headers anew.
+      // Jetty keeps a cache of header lines per connection, 96 KB each by default: 1,000 busy
+      // connections held 96 MB of the 128 MB heap, 1,500 ran it out. Without it a request parses
+      // its few headers anew (no difference in throughput measured).
       config.jetty.modifyHttpConfiguration(http -> http.setHeaderCacheSize(0));
       config.jetty.modifyServer(server -> {
         server.setErrorHandler(new JettyErrors());
