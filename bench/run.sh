@@ -36,6 +36,9 @@ export MALLOC_ARENA_MAX=${MALLOC_ARENA_MAX:-2}  # as ./run.sh sets it
 command -v wrk >/dev/null || { echo "bench: wrk is missing (Debian: apt-get install wrk)" >&2; exit 2; }
 [ -f "$JAR" ] || { echo "bench: no $JAR; run ./run.sh --help or mvn -B -DskipTests package first" >&2; exit 2; }
 
+# A server this script started is stopped when the script ends, also when a step fails.
+SERVER=
+trap '[ -z "$SERVER" ] || kill "$SERVER" 2>/dev/null || true' EXIT
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 to_ms() { awk '{v=$1; if (v ~ /us$/) {sub(/us$/,"",v); v/=1000} else if (v ~ /ms$/) {sub(/ms$/,"",v)} else if (v ~ /s$/) {sub(/s$/,"",v); v*=1000}; printf "%.2f", v}'; }
 await_ready() {  # prints milliseconds from $2 (epoch ms) until /readyz answers 200
@@ -80,9 +83,11 @@ overload() {  # db port pid work -> appends a row, sets OVERLOADED[db]
   OVERLOADED[$db]="$(echo "$out" | awk '/^status/ {printf "%s%s %s", sep, $2, $3; sep=", "}' | tr -d :)"
   OVERLOADED[$db]+="$(echo "$out" | awk '/Socket errors/ {sub(/^ */, ""); printf "; %s", $0}')"
   # /readyz from a new connection: its status (000: no answer within 10 s) and time, every 0.5 s.
-  OVERLOADED[$db]+="; meanwhile /readyz $(awk '{print $1}' "$work/watch" | sort | uniq -c | awk '{printf "%s%s x%s", sep, $2, $1; sep=", "}')"
-  OVERLOADED[$db]+=" (slowest $(awk '{if ($2 > m) m = $2} END {printf "%.0f", m * 1000}' "$work/watch") ms)"
-  OVERLOADED[$db]+=", resident memory at most $(awk '{if ($3 > m) m = $3} END {print m}' "$work/watch") MB"
+  if [ -s "$work/watch" ]; then
+    OVERLOADED[$db]+="; meanwhile /readyz $(awk '{print $1}' "$work/watch" | sort | uniq -c | awk '{printf "%s%s x%s", sep, $2, $1; sep=", "}')"
+    OVERLOADED[$db]+=" (slowest $(awk '{if ($2 > m) m = $2} END {printf "%.0f", m * 1000}' "$work/watch") ms)"
+    OVERLOADED[$db]+=", resident memory at most $(awk '{if ($3 > m) m = $3} END {print m}' "$work/watch") MB"
+  fi
   OVERLOADED[$db]+="; a start-run right after: $after"
 }
 
@@ -98,6 +103,7 @@ bench_db() {  # db-label jdbc-url user password
   # As ./run.sh does: this run records a class-data-sharing archive at exit, the restart below uses it.
   (cd "$work" && exec java $OPTS -XX:ArchiveClassesAtExit="$work/runway.jsa" -Xlog:cds=off -Xlog:cds+dynamic=off \
     -jar "$JAR" >"$work/server.log" 2>&1) & pid=$!
+  SERVER=$pid
   await_ready "$port" "$(date +%s%3N)" >/dev/null
   run=$(curl -s -X POST "http://127.0.0.1:$port/v1/workflows/hello/runs" -H "Authorization: Bearer $key" \
     -H 'Content-Type: application/json' -d '{"project":"bench"}' | python3 -c 'import sys,json; print(json.load(sys.stdin)["id"])')
@@ -125,6 +131,7 @@ bench_db() {  # db-label jdbc-url user password
   t0=$(date +%s%3N)
   (cd "$work" && exec java $OPTS -XX:SharedArchiveFile="$work/runway.jsa" -Xlog:cds=off -jar "$JAR" \
     >>"$work/server.log" 2>&1) & pid=$!
+  SERVER=$pid
   START[$db]=$(await_ready "$port" "$t0")
   kill -TERM "$pid"; wait "$pid" || true
   rm -rf "$work"
