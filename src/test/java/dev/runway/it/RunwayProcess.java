@@ -147,6 +147,17 @@ final class RunwayProcess {
     return "http://127.0.0.1:" + port;
   }
 
+  /** Whether the server wrote {@code text} anywhere in its output (stdout or stderr), not only the tail {@link #log()} shows. */
+  boolean logged(String text) throws IOException {
+    for (String file : List.of("server.out", "server.err")) {
+      Path path = workDir.resolve(file);
+      if (Files.exists(path) && Files.readString(path).contains(text)) {
+        return true;
+      }
+    }
+    return false;
+  }
+
   String log() {
     try {
       String err = Files.readString(workDir.resolve("server.err"));
