@@ -1,8 +1,6 @@
 -- post.lua's start-run, counting the responses by status; prints "status <code>: <count>" lines.
-wrk.method = "POST"
-wrk.body = '{"project":"bench"}'
-wrk.headers["Content-Type"] = "application/json"
-wrk.headers["Authorization"] = "Bearer " .. os.getenv("RUNWAY_BENCH_KEY")
+-- Run from the project's root (bench/run.sh is).
+dofile("bench/post.lua")
 
 local threads = {}
 

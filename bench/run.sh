@@ -49,6 +49,8 @@ await_ready() {  # prints milliseconds from $2 (epoch ms) until /readyz answers 
   echo "bench: server did not become ready" >&2; exit 1
 }
 
+non_2xx() { echo "$1" | awk '/Non-2xx/ {n = $NF} END {print n + 0}'; }  # wrk's count, 0 when it prints none
+
 ROWS=()
 measure() {  # label db url script -> appends a row: db, endpoint, req/s, p50, p99
   local label=$1 db=$2 url=$3 script=${4:-}
@@ -59,8 +61,8 @@ add_row() {  # label db wrk-output
   rps=$(echo "$out" | awk '/Requests\/sec/ {printf "%.0f", $2}')
   p50=$(echo "$out" | awk '$1=="50%" {print $2}' | to_ms)
   p99=$(echo "$out" | awk '$1=="99%" {print $2}' | to_ms)
-  errs=$(echo "$out" | awk '/Non-2xx/ {print $NF}')
-  ROWS+=("$db|$label|$rps|$p50|$p99|${errs:-0}")
+  errs=$(non_2xx "$out")
+  ROWS+=("$db|$label|$rps|$p50|$p99|$errs")
 }
 
 watch_server() {  # port pid file: every 0.5 s, /readyz's status and time in ms, and resident MB
@@ -120,7 +122,7 @@ bench_db() {  # db-label jdbc-url user password
     echo "bench: $db: ${SOAK}s of start-run load for the memory figure" >&2
     out=$(wrk -t2 -c"$CONNS" -d"${SOAK}s" --latency -s bench/post.lua "http://127.0.0.1:$port/v1/workflows/hello/runs")
     RSS[$db]=$(awk '/VmRSS/ {printf "%.0f MB", $2/1024}' "/proc/$pid/status")
-    SOAKED[$db]="start-run $(echo "$out" | awk '/Requests\/sec/ {printf "%.0f", $2}')/s, p99 $(echo "$out" | awk '$1=="99%" {print $2}' | to_ms) ms, $(echo "$out" | awk '/Non-2xx/ {print $NF}' | grep . || echo 0) non-2xx"
+    SOAKED[$db]="start-run $(echo "$out" | awk '/Requests\/sec/ {printf "%.0f", $2}')/s, p99 $(echo "$out" | awk '$1=="99%" {print $2}' | to_ms) ms, $(non_2xx "$out") non-2xx"
     if [ "$db" = h2 ]; then
       file=${url#jdbc:h2:file:}; file=${file%%;*}.mv.db
       SOAKED[$db]+=", database file $(du -h "$file" | cut -f1)"
