@@ -68,7 +68,8 @@ public final class RunwayApp {
       }
       RoutesConfig routes = config.routes;
       routes.before(RequestIds::assign);
-      routes.before(limits::checkAddress);
+      routes.before(Responses::commonHeaders);
+      routes.before(limits::addressHeaders);
       routes.before(inFlight::enter);
       routes.after(inFlight::leave);
       routes.beforeMatched(auth::handle);

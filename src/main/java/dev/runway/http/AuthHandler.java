@@ -27,7 +27,7 @@ public final class AuthHandler {
       principal = authenticate(ctx.header("Authorization"));
     } catch (ApiException e) {
       if ("invalid_api_key".equals(e.code())) {
-        limits.authenticationFailed(ctx);
+        limits.authenticationFailed(ctx, e);
       }
       throw e;
     }

@@ -19,6 +19,8 @@ public final class JettyErrors extends ErrorHandler {
     String requestId = Ids.newId("req");
     response.getHeaders().put(HttpHeader.CONTENT_TYPE, Responses.PROBLEM_JSON);
     response.getHeaders().put(RequestIds.HEADER, requestId);
+    response.getHeaders().put(HttpHeader.CACHE_CONTROL, Responses.CACHE_CONTROL);
+    response.getHeaders().put("X-Content-Type-Options", Responses.CONTENT_TYPE_OPTIONS);
     response.write(true, ByteBuffer.wrap(Json.bytes(ErrorMapper.bareProblem(code, message, requestId))), callback);
   }
 
@@ -27,6 +29,8 @@ public final class JettyErrors extends ErrorHandler {
     String requestId = Ids.newId("req");
     fields.put(new HttpField(HttpHeader.CONTENT_TYPE, Responses.PROBLEM_JSON));
     fields.put(RequestIds.HEADER, requestId);
+    fields.put(HttpHeader.CACHE_CONTROL, Responses.CACHE_CONTROL);
+    fields.put("X-Content-Type-Options", Responses.CONTENT_TYPE_OPTIONS);
     return ByteBuffer.wrap(Json.bytes(ErrorMapper.bareProblem(status, reason, requestId)));
   }
 }

@@ -5,8 +5,10 @@ import java.util.Map;
 
 /**
  * Runway's two limits: requests per API key, and failed authentications per client address (so
- * nobody can guess keys quickly). Every response carries the RateLimit-* headers of the limit that
- * applies to it: the key's once it is known, else the address's.
+ * nobody can guess keys quickly). The address limit refuses only failing attempts: a valid key is
+ * never refused for what other clients behind the same address (a load balancer, a NAT) did wrong.
+ * Every response carries the RateLimit-* headers of the limit that applies to it: the key's once it
+ * is known, else the address's.
  */
 public final class RateLimits {
   private final RateLimiter perKey;
@@ -18,26 +20,27 @@ public final class RateLimits {
     this.authFailures = authFailures;
   }
 
-  /**
-   * Before every request: the address's headers (the key's replace them once it is known), and
-   * 429 on the API if the address failed to authenticate too often.
-   */
-  public void checkAddress(Context ctx) {
-    if (authFailures == null) {
-      return;
-    }
-    RateLimiter.Quota q = authFailures.peek(ctx.ip());
-    headers(ctx, q);
-    if (!q.allowed() && ctx.path().startsWith("/v1/")) {
-      throw limited(q, "too many failed authentications from this address");
+  /** Before every request: the address's headers (the key's replace them once it is known). */
+  public void addressHeaders(Context ctx) {
+    if (authFailures != null) {
+      headers(ctx, authFailures.peek(ctx.ip()));
     }
   }
 
-  /** Counts a failed authentication against the client's address. */
-  void authenticationFailed(Context ctx) {
-    if (authFailures != null) {
-      headers(ctx, authFailures.take(ctx.ip()));
+  /**
+   * Counts a failed authentication against the client's address; 429 instead of the 401 once the
+   * address has failed too often.
+   */
+  void authenticationFailed(Context ctx, ApiException refusal) {
+    if (authFailures == null) {
+      throw refusal;
     }
+    RateLimiter.Quota q = authFailures.take(ctx.ip());
+    headers(ctx, q);
+    if (!q.allowed()) {
+      throw limited(q, "too many failed authentications from this address");
+    }
+    throw refusal;
   }
 
   /** Takes a request from the key's bucket; 429 when it is empty. */

@@ -10,7 +10,19 @@ public final class Responses {
   public static final String JSON = "application/json; charset=utf-8";
   public static final String PROBLEM_JSON = "application/problem+json; charset=utf-8";
 
+  public static final String CACHE_CONTROL = "no-store";
+  public static final String CONTENT_TYPE_OPTIONS = "nosniff";
+
   private Responses() {}
+
+  /**
+   * Before every request: answers are per caller (and may hold secrets of its workspace), so no
+   * cache, shared or private, may keep them; and no browser may read a JSON body as another type.
+   */
+  public static void commonHeaders(Context ctx) {
+    ctx.header("Cache-Control", CACHE_CONTROL);
+    ctx.header("X-Content-Type-Options", CONTENT_TYPE_OPTIONS);
+  }
 
   public static void json(Context ctx, int status, Object body) {
     ctx.status(status).contentType(JSON).result(Json.bytes(body));

@@ -11,7 +11,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 public final class Problems {
   private Problems() {}
 
-  /** Checks status, code, content type, that the body repeats the Request-Id header; returns the body. */
+  /** Checks status, code, content type, that the body repeats the Request-Id header, the headers every response carries; returns the body. */
   public static JsonNode assertProblem(Http.Reply reply, int status, String code) {
     assertEquals(status, reply.status(), () -> "status of " + reply);
     String type = reply.header("Content-Type");
@@ -25,6 +25,8 @@ public final class Problems {
     assertNotNull(requestId, "Request-Id header");
     assertTrue(requestId.startsWith("req_"), requestId);
     assertEquals(requestId, body.path("request_id").asText(), "body repeats the Request-Id header");
+    assertEquals("no-store", reply.header("Cache-Control"), () -> "Cache-Control of " + reply);
+    assertEquals("nosniff", reply.header("X-Content-Type-Options"), () -> "X-Content-Type-Options of " + reply);
     return body;
   }
 
