@@ -1,6 +1,7 @@
 package dev.runway.auth;
 
 import dev.runway.core.Ids;
+import dev.runway.core.Json;
 import dev.runway.core.Slugs;
 import dev.runway.core.Time;
 import dev.runway.db.SqlErrors;
@@ -50,8 +51,8 @@ public final class ApiKeyService {
     if (!Slugs.isSlug(workspaceId)) {
       throw new IllegalArgumentException("workspace must be a slug: " + Slugs.RULE);
     }
-    if (name == null || name.length() > 200) {
-      throw new IllegalArgumentException("a key's name must be at most 200 characters");
+    if (name == null || name.length() > 200 || name.indexOf('\0') >= 0 || !Json.wellFormed(name)) {
+      throw new IllegalArgumentException("a key's name must be at most 200 characters, without NUL or broken characters");
     }
     if (scopes.isEmpty()) {
       throw new IllegalArgumentException("a key needs at least one scope");

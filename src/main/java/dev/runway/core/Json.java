@@ -3,7 +3,11 @@ package dev.runway.core;
 import com.fasterxml.jackson.annotation.JsonInclude;
 import com.fasterxml.jackson.core.JsonGenerator;
 import com.fasterxml.jackson.core.JsonParser;
+import com.fasterxml.jackson.core.JsonFactory;
+import com.fasterxml.jackson.core.JsonLocation;
 import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.core.StreamReadConstraints;
+import com.fasterxml.jackson.core.exc.StreamConstraintsException;
 import com.fasterxml.jackson.databind.DeserializationFeature;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.JsonSerializer;
@@ -14,6 +18,8 @@ import com.fasterxml.jackson.databind.SerializerProvider;
 import com.fasterxml.jackson.databind.json.JsonMapper;
 import com.fasterxml.jackson.databind.module.SimpleModule;
 import java.io.IOException;
+import java.util.Iterator;
+import java.util.Map;
 import java.io.UncheckedIOException;
 import java.time.Instant;
 import java.time.ZoneOffset;
@@ -23,6 +29,14 @@ import java.time.format.DateTimeFormatter;
 public final class Json {
   public static final DateTimeFormatter TIME =
       DateTimeFormatter.ofPattern("uuuu-MM-dd'T'HH:mm:ss.SSS'Z'").withZone(ZoneOffset.UTC);
+
+  /**
+   * How deep JSON from outside (request bodies, tools' answers) may nest. Runway wraps such JSON in
+   * a few levels of its own when it stores it or passes it on (a step's output sits three levels
+   * down in a run's steps), and Jackson refuses to write or read more than 1,000: far below that,
+   * nothing a caller or a tool sends can make a stored record unwritable or unreadable.
+   */
+  public static final int MAX_UNTRUSTED_DEPTH = 100;
 
   public static final ObjectMapper MAPPER = JsonMapper.builder()
       .propertyNamingStrategy(PropertyNamingStrategies.SNAKE_CASE)
@@ -37,6 +51,14 @@ public final class Json {
           gen.writeString(TIME.format(value));
         }
       }))
+      .build();
+
+  private static final ObjectMapper UNTRUSTED = JsonMapper.builder(JsonFactory.builder()
+          .streamReadConstraints(StreamReadConstraints.builder().maxNestingDepth(MAX_UNTRUSTED_DEPTH).build())
+          .build())
+      .enable(JsonParser.Feature.STRICT_DUPLICATE_DETECTION)
+      .enable(DeserializationFeature.FAIL_ON_TRAILING_TOKENS)
+      .enable(DeserializationFeature.USE_BIG_DECIMAL_FOR_FLOATS)
       .build();
 
   /** Same, but object keys sorted: a stable form of a request for comparing idempotent retries. */
@@ -67,6 +89,99 @@ public final class Json {
     } catch (JsonProcessingException e) {
       throw new UncheckedIOException(e);
     }
+  }
+
+  /** Why JSON from outside was refused: a predicate for "the request body …", "the tool's answer …". */
+  public static final class InvalidJson extends Exception {
+    private final String path;
+
+    InvalidJson(String message, String path) {
+      super(message, null, false, false);
+      this.path = path;
+    }
+
+    /** Where in the document the fault is (e.g. {@code inputs.name}), when known. */
+    public String path() {
+      return path;
+    }
+  }
+
+  /**
+   * Parses JSON that came from outside: a request body, a tool's answer. Besides malformed JSON it
+   * refuses what Runway could not keep and give back: nesting deeper than {@link #MAX_UNTRUSTED_DEPTH},
+   * numbers no number type holds (1e-2147483648), and strings with an unpaired UTF-16 surrogate
+   * (an escape such as \ud800 alone), which cannot be written as UTF-8: PostgreSQL would keep them
+   * as '?', and writing them out fails, so every listing that includes the record would fail.
+   * Returns null for an empty document.
+   */
+  public static JsonNode parseUntrusted(byte[] bytes) throws InvalidJson {
+    JsonNode node;
+    try {
+      node = UNTRUSTED.readTree(bytes);
+    } catch (JsonProcessingException e) {
+      if (e instanceof StreamConstraintsException) {
+        throw new InvalidJson(e.getMessage().contains("nesting depth")
+            ? "is nested deeper than " + MAX_UNTRUSTED_DEPTH + " levels"
+            : "holds a number, string or name longer than Runway accepts", null);
+      }
+      JsonLocation at = e.getLocation();
+      throw new InvalidJson("is not valid JSON" + (at == null ? "" : " at line " + at.getLineNr() + ", column "
+          + at.getColumnNr()), null);
+    } catch (IOException e) {
+      throw new InvalidJson("is not valid JSON", null);
+    } catch (NumberFormatException | ArithmeticException e) {
+      // Jackson's own failure for a number it cannot hold, e.g. 1e-2147483648 (scale out of range).
+      throw new InvalidJson("has a number that cannot be read", null);
+    }
+    if (node == null || node.isMissingNode()) {
+      return null;
+    }
+    String bad = unpairedSurrogate(node, "");
+    if (bad != null) {
+      throw new InvalidJson("has a string with an unpaired UTF-16 surrogate" + (bad.isEmpty() ? "" : " at " + bad), bad);
+    }
+    return node;
+  }
+
+  /** The path of the first string (value or field name) holding an unpaired surrogate, or null. */
+  private static String unpairedSurrogate(JsonNode node, String path) {
+    if (node.isTextual()) {
+      return wellFormed(node.textValue()) ? null : path;
+    }
+    if (node.isArray()) {
+      for (int i = 0; i < node.size(); i++) {
+        String bad = unpairedSurrogate(node.get(i), path + "[" + i + "]");
+        if (bad != null) {
+          return bad;
+        }
+      }
+    } else if (node.isObject()) {
+      for (Iterator<Map.Entry<String, JsonNode>> it = node.fields(); it.hasNext(); ) {
+        Map.Entry<String, JsonNode> field = it.next();
+        String at = path.isEmpty() ? field.getKey() : path + "." + field.getKey();
+        if (!wellFormed(field.getKey())) {
+          return path.isEmpty() ? "(a field name)" : path;
+        }
+        String bad = unpairedSurrogate(field.getValue(), at);
+        if (bad != null) {
+          return bad;
+        }
+      }
+    }
+    return null;
+  }
+
+  /** Whether every surrogate in the text is half of a pair: whether the text can be written as UTF-8. */
+  public static boolean wellFormed(String text) {
+    for (int i = 0; i < text.length(); i++) {
+      char c = text.charAt(i);
+      if (Character.isHighSurrogate(c) && i + 1 < text.length() && Character.isLowSurrogate(text.charAt(i + 1))) {
+        i++;
+      } else if (Character.isSurrogate(c)) {
+        return false;
+      }
+    }
+    return true;
   }
 
   /** Parses JSON that Runway wrote itself (stored documents). */

@@ -64,6 +64,10 @@ public final class JsonFields {
     if (node.textValue().length() > maxLength) {
       throw ApiException.validation(prefix + name, prefix + name + " must be at most " + maxLength + " characters");
     }
+    if (node.textValue().indexOf('\0') >= 0) {
+      // PostgreSQL cannot store it in a text column; refused on H2 too, so both behave alike.
+      throw ApiException.validation(prefix + name, prefix + name + " must not contain the NUL character (\\u0000)");
+    }
     return node.textValue();
   }
 

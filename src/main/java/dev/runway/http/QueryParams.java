@@ -1,7 +1,9 @@
 package dev.runway.http;
 
 import dev.runway.core.Ids;
+import dev.runway.core.Json;
 import dev.runway.core.Slugs;
+import dev.runway.core.Time;
 import io.javalin.http.Context;
 import java.time.Instant;
 import java.time.OffsetDateTime;
@@ -77,11 +79,17 @@ public final class QueryParams {
     if (value == null) {
       return null;
     }
+    Instant time;
     try {
-      return OffsetDateTime.parse(value).toInstant();
+      time = OffsetDateTime.parse(value).toInstant();
     } catch (DateTimeParseException e) {
       throw ApiException.validation(name, name + " must be an ISO 8601 time with offset, e.g. 2026-11-22T02:46:35.285Z");
     }
+    if (!Time.storable(time)) {
+      throw ApiException.validation(name, name + " must lie between " + Json.TIME.format(Time.EARLIEST) + " and "
+          + Json.TIME.format(Time.LATEST));
+    }
+    return time;
   }
 
   public String id(String name, String prefix) {

@@ -1,7 +1,5 @@
 package dev.runway.http;
 
-import com.fasterxml.jackson.core.JsonLocation;
-import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.runway.core.Json;
@@ -95,18 +93,11 @@ public final class RequestBodies {
   public static ObjectNode parseObject(byte[] bytes) {
     JsonNode node;
     try {
-      node = Json.MAPPER.readTree(bytes);
-    } catch (JsonProcessingException e) {
-      JsonLocation at = e.getLocation();
-      String where = at == null ? "" : " at line " + at.getLineNr() + ", column " + at.getColumnNr();
-      throw new ApiException(400, "invalid_json", "the request body is not valid JSON" + where);
-    } catch (IOException e) {
-      throw new ApiException(400, "invalid_json", "the request body is not valid JSON");
-    } catch (NumberFormatException e) {
-      // Jackson's own failure for a number it cannot hold, e.g. 1e-2147483648 (scale out of range).
-      throw new ApiException(400, "invalid_json", "the request body has a number that cannot be read");
+      node = Json.parseUntrusted(bytes);
+    } catch (Json.InvalidJson e) {
+      throw new ApiException(400, "invalid_json", "the request body " + e.getMessage(), e.path());
     }
-    if (node == null || node.isMissingNode()) {
+    if (node == null) {
       throw new ApiException(400, "invalid_json", "the request body is empty; send a JSON object");
     }
     if (!node.isObject()) {

@@ -2,9 +2,10 @@ package dev.runway.run;
 
 import java.time.Instant;
 
-/** The stored first response to a request with an Idempotency-Key. */
+/** The stored first response to a request with an Idempotency-Key, kept per workspace and API key. */
 public record IdempotencyRecord(
     String workspaceId,
+    String apiKeyId,
     String idemKey,
     String requestHash,
     int responseStatus,

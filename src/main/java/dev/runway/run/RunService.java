@@ -72,31 +72,38 @@ public final class RunService {
       throw new ApiException(403, "project_forbidden",
           "this API key may not use project '" + request.project() + "'", "project");
     }
+    if (request.idempotencyKey() != null) {
+      return CompletableFuture.completedFuture(startOnce(caller, request));
+    }
     Run run = newRun(caller, request);
     String body = Json.string(RunView.of(run));
     Firsts firsts = firstMoves(run, caller);
-    if (request.idempotencyKey() == null) {
-      return committer.submit(caller.workspaceId(), tx -> insert(tx, firsts)).thenApply(stored -> {
-        firsts.wakeEngine(runDue);
-        return new Started(200, body, false);
-      });
-    }
-    return CompletableFuture.completedFuture(startOnce(caller, request, run, body, firsts));
+    return committer.submit(caller.workspaceId(), tx -> insert(tx, firsts)).thenApply(stored -> {
+      firsts.wakeEngine(runDue);
+      return new Started(200, body, false);
+    });
   }
 
-  private Started startOnce(Principal caller, StartRequest request, Run run, String body, Firsts firsts) {
+  /**
+   * A start with an Idempotency-Key. A stored response is replayed before anything else is looked
+   * at: a retry gets what the first request got even if the workflow was archived since.
+   */
+  private Started startOnce(Principal caller, StartRequest request) {
     String requestHash = requestHash(request);
     Optional<Started> replay = replay(caller, request.idempotencyKey(), requestHash);
     if (replay.isPresent()) {
       return replay.get();
     }
+    Run run = newRun(caller, request);
+    String body = Json.string(RunView.of(run));
+    Firsts firsts = firstMoves(run, caller);
     try {
       committer.commit(caller.workspaceId(), tx -> {
         IdempotencyDao keys = tx.dao(IdempotencyDao.class);
-        keys.deleteIfExpired(caller.workspaceId(), request.idempotencyKey(), run.createdAt());
+        keys.deleteIfExpired(caller.workspaceId(), caller.keyId(), request.idempotencyKey(), run.createdAt());
         // The key's row goes in with the run: a concurrent twin fails on it (or waits for it), then replays.
-        keys.insert(new IdempotencyRecord(caller.workspaceId(), request.idempotencyKey(), requestHash, 200, body,
-            run.createdAt(), run.createdAt().plus(idempotencyTtl)));
+        keys.insert(new IdempotencyRecord(caller.workspaceId(), caller.keyId(), request.idempotencyKey(),
+            requestHash, 200, body, run.createdAt(), run.createdAt().plus(idempotencyTtl)));
         return insert(tx, firsts);
       });
     } catch (JdbiException e) {
@@ -113,7 +120,7 @@ public final class RunService {
 
   private Optional<Started> replay(Principal caller, String idempotencyKey, String requestHash) {
     Optional<IdempotencyRecord> stored = jdbi.withExtension(IdempotencyDao.class,
-        dao -> dao.find(caller.workspaceId(), idempotencyKey));
+        dao -> dao.find(caller.workspaceId(), caller.keyId(), idempotencyKey));
     if (stored.isEmpty() || !Instant.now().isBefore(stored.get().expiresAt())) {
       return Optional.empty();
     }
@@ -263,9 +270,13 @@ public final class RunService {
     return ApiException.notFound("run_not_found", "no run '" + runId + "' in this workspace");
   }
 
+  /**
+   * A run of a project outside the key's list does not exist for it, as another workspace's run
+   * does not: 404 either way, so the answer tells nothing about ids the key may not see.
+   */
   private static void checkProject(Principal caller, Run run) {
     if (!caller.mayUseProject(run.project())) {
-      throw new ApiException(403, "project_forbidden", "this API key may not use project '" + run.project() + "'");
+      throw runNotFound(run.id());
     }
   }
 

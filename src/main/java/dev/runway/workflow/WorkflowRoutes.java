@@ -24,8 +24,10 @@ public final class WorkflowRoutes {
 
   public void put(Context ctx) {
     String id = PathParams.slug(ctx, "id");
+    Principal caller = AuthHandler.principal(ctx);
+    caller.requireWholeWorkspace("workflows");
     WorkflowDefinition definition = WorkflowDefinition.parse(id, bodies.requiredObject(ctx));
-    WorkflowService.Saved saved = workflows.put(AuthHandler.principal(ctx).workspaceId(), id, definition);
+    WorkflowService.Saved saved = workflows.put(caller.workspaceId(), id, definition);
     Responses.json(ctx, saved.created() ? 201 : 200, WorkflowView.of(saved.workflow()));
   }
 
@@ -45,6 +47,8 @@ public final class WorkflowRoutes {
 
   public void archive(Context ctx) {
     String id = PathParams.slug(ctx, "id");
-    Responses.json(ctx, 200, WorkflowView.of(workflows.archive(AuthHandler.principal(ctx).workspaceId(), id)));
+    Principal caller = AuthHandler.principal(ctx);
+    caller.requireWholeWorkspace("workflows");
+    Responses.json(ctx, 200, WorkflowView.of(workflows.archive(caller.workspaceId(), id)));
   }
 }

