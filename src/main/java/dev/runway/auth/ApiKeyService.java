@@ -4,6 +4,7 @@ import dev.runway.core.Ids;
 import dev.runway.core.Json;
 import dev.runway.core.Slugs;
 import dev.runway.core.Time;
+import dev.runway.core.WeighedCache;
 import dev.runway.db.SqlErrors;
 import java.time.Duration;
 import java.time.Instant;
@@ -13,18 +14,17 @@ import java.util.EnumSet;
 import java.util.List;
 import java.util.Optional;
 import java.util.Set;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.stream.Collectors;
 import org.jdbi.v3.core.Jdbi;
 
 /** Creates, lists, revokes and checks API keys. */
 public final class ApiKeyService {
-  private static final int MAX_CACHED_KEYS = 10_000;
-
   private final Jdbi jdbi;
   private final long cacheNanos;
-  /** Keys by hash, kept for {@code cacheNanos} so most requests need no database read to authenticate. */
-  private final ConcurrentHashMap<String, Cached> cache = new ConcurrentHashMap<>();
+  /** Keys by hash (about 1 MB), kept for {@code cacheNanos} so most requests need no database read to authenticate. */
+  private final WeighedCache<String, Cached> cache = new WeighedCache<>(1_000_000, (hash, cached) ->
+      hash.length() + cached.key().name().length() + cached.key().scopes().length()
+          + (cached.key().projects() == null ? 0 : 2L * cached.key().projects().length()) + 300);
 
   private record Cached(ApiKey key, Principal principal, long expiresAtNanos) {}
 
@@ -96,7 +96,7 @@ public final class ApiKeyService {
   /** True if the key was active and is now revoked. */
   public boolean revoke(String keyId) {
     boolean revoked = jdbi.withExtension(ApiKeyDao.class, dao -> dao.revoke(keyId, Time.now())) == 1;
-    cache.values().removeIf(c -> c.key().id().equals(keyId));
+    find(keyId).ifPresent(key -> cache.remove(key.keyHash()));
     return revoked;
   }
 
@@ -134,9 +134,6 @@ public final class ApiKeyService {
     }
     Cached fresh = new Cached(found.get(), toPrincipal(found.get()), now + cacheNanos);
     if (cacheNanos > 0) {
-      if (cache.size() >= MAX_CACHED_KEYS) {
-        cache.clear();
-      }
       cache.put(hash, fresh);
     }
     return fresh;

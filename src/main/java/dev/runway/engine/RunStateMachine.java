@@ -5,6 +5,7 @@ import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.runway.core.Ids;
 import dev.runway.core.Json;
+import dev.runway.core.WeighedCache;
 import dev.runway.http.ApiException;
 import dev.runway.run.Run;
 import dev.runway.run.RunStatus;
@@ -47,16 +48,17 @@ public final class RunStateMachine {
     this.finishedAt = run.finishedAt();
   }
 
-  /** Definitions are shared by many runs (one per workflow version): each is parsed once. */
-  private static final Map<String, List<Step>> PARSED = new java.util.concurrent.ConcurrentHashMap<>();
+  /**
+   * Definitions are shared by many runs (one per workflow version): each is parsed once. Keyed by
+   * the definition's text, weighed as three times it (the text and the parsed steps), about 3 MB.
+   */
+  private static final WeighedCache<String, List<Step>> PARSED =
+      new WeighedCache<>(3_000_000, (definition, steps) -> 3L * definition.length());
 
   private static List<Step> parsedSteps(String definition) {
     List<Step> steps = PARSED.get(definition);
     if (steps == null) {
       steps = List.copyOf(Step.parseAll(Json.tree(definition).path("steps")));
-      if (PARSED.size() > 1000) {
-        PARSED.clear();
-      }
       PARSED.put(definition, steps);
     }
     return steps;

@@ -40,6 +40,11 @@ public final class RateLimiter {
     if (buckets.size() >= MAX_BUCKETS) {
       // Full buckets hold no information (they are as new): dropping them bounds the memory.
       buckets.values().removeIf(Bucket::isFull);
+      if (buckets.size() >= MAX_BUCKETS) {
+        // A flood of names (say, client addresses of an IPv6 network) filled it with buckets in use:
+        // forgetting them is better than an unbounded map. At about 150 bytes a bucket, 15 MB.
+        buckets.clear();
+      }
     }
     return buckets.computeIfAbsent(name, n -> new Bucket());
   }

@@ -1,10 +1,7 @@
 package dev.runway.run;
 
-import java.util.Iterator;
-import java.util.Map;
+import dev.runway.core.WeighedCache;
 import java.util.Optional;
-import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * Runs that have ended, kept in memory for GET /v1/runs/{id}. A run that has ended never changes
@@ -12,16 +9,14 @@ import java.util.concurrent.atomic.AtomicLong;
  * copy stays true on every instance and needs no invalidation. Runs still in progress are always
  * read from the database, where another instance may be moving them.
  *
- * <p>Bounded by the size of the runs' text: when full, arbitrary entries make room.
+ * <p>Bounded by the size of the runs' text (see WeighedCache).
  */
 final class EndedRuns {
-  /** About 4 MB of run text (JSON documents and ids, one byte a character for ASCII). */
-  private static final long MAX_CHARS = 4_000_000;
   /** A run larger than this (large inputs or step outputs) is not kept. */
   private static final int MAX_RUN_CHARS = 64 * 1024;
 
-  private final Map<String, Run> runs = new ConcurrentHashMap<>();
-  private final AtomicLong chars = new AtomicLong();
+  /** About 4 MB of run text (JSON documents and ids, one byte a character for ASCII). */
+  private final WeighedCache<String, Run> runs = new WeighedCache<>(4_000_000, (id, run) -> size(run));
 
   /** The ended run, if it is kept here and belongs to the workspace. */
   Optional<Run> find(String workspaceId, String runId) {
@@ -31,22 +26,8 @@ final class EndedRuns {
 
   /** Keeps {@code run} if it has ended and is not too large. */
   void offer(Run run) {
-    if (run.finishedAt() == null) {
-      return;
-    }
-    long size = size(run);
-    if (size > MAX_RUN_CHARS) {
-      return;
-    }
-    if (runs.putIfAbsent(run.id(), run) != null) {
-      return;
-    }
-    long total = chars.addAndGet(size);
-    for (Iterator<Run> it = runs.values().iterator(); total > MAX_CHARS && it.hasNext(); ) {
-      Run evicted = it.next();
-      if (runs.remove(evicted.id(), evicted)) {
-        total = chars.addAndGet(-size(evicted));
-      }
+    if (run.finishedAt() != null && size(run) <= MAX_RUN_CHARS) {
+      runs.putIfAbsent(run.id(), run);
     }
   }
 

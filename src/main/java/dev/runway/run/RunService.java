@@ -6,6 +6,7 @@ import dev.runway.core.Ids;
 import dev.runway.core.Json;
 import dev.runway.core.Sha256;
 import dev.runway.core.Time;
+import dev.runway.core.WeighedCache;
 import dev.runway.db.GroupCommitter;
 import dev.runway.db.SqlErrors;
 import dev.runway.db.Tx;
@@ -23,7 +24,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.Consumer;
 import org.jdbi.v3.core.Jdbi;
@@ -37,7 +37,12 @@ public final class RunService {
   private final Duration idempotencyTtl;
   private final long approvalTimeoutSeconds;
   private final Runnable runDue;
-  private final ConcurrentHashMap<Workflow, Template> templates = new ConcurrentHashMap<>();
+  /**
+   * What a new run of each workflow starts with, by workspace and workflow id (about 2 MB): a new
+   * version of a workflow replaces its old template, which is not kept.
+   */
+  private final WeighedCache<String, Template> templates = new WeighedCache<>(2_000_000, (key, t) ->
+      key.length() + t.source().length() + t.definition().length() + t.steps().length() + 100);
   private final EndedRuns endedRuns = new EndedRuns();
 
   /**
@@ -147,22 +152,25 @@ public final class RunService {
         workflow.requiresApproval() ? -1 : 0, now, null, null, 0);
   }
 
-  /** What every run of a workflow version starts with, as stored JSON: worked out once per version. */
-  private record Template(String definition, String steps) {}
+  /**
+   * What every run of a workflow version starts with, as stored JSON: worked out once per version.
+   * {@code source} and {@code requiresApproval} are the version's, to tell whether it is still current.
+   */
+  private record Template(String source, boolean requiresApproval, String definition, String steps) {}
 
   private Template template(Workflow workflow) {
-    Template cached = templates.get(workflow);
-    if (cached != null) {
+    String key = workflow.workspaceId() + "/" + workflow.id();
+    Template cached = templates.get(key);
+    if (cached != null && cached.requiresApproval() == workflow.requiresApproval()
+        && cached.source().equals(workflow.steps())) {
       return cached;
     }
     List<Step> steps = Step.parseAll(Json.tree(workflow.steps()));
     ObjectNode definition = Json.MAPPER.createObjectNode().put("requires_approval", workflow.requiresApproval());
     Step.toJson(steps, definition.putArray("steps"));
-    Template made = new Template(Json.string(definition), Json.string(RunStateMachine.initialSteps(steps)));
-    if (templates.size() > 10_000) {
-      templates.clear();
-    }
-    templates.put(workflow, made);
+    Template made = new Template(workflow.steps(), workflow.requiresApproval(), Json.string(definition),
+        Json.string(RunStateMachine.initialSteps(steps)));
+    templates.put(key, made);
     return made;
   }
 

@@ -2,12 +2,12 @@ package dev.runway.workflow;
 
 import dev.runway.auth.WorkspaceDao;
 import dev.runway.core.Time;
+import dev.runway.core.WeighedCache;
 import dev.runway.db.SqlErrors;
 import dev.runway.http.ApiException;
 import java.time.Instant;
 import java.util.List;
 import java.util.Optional;
-import java.util.concurrent.ConcurrentHashMap;
 import org.jdbi.v3.core.Jdbi;
 
 /** Creates, replaces, reads and archives workflow definitions within a workspace. */
@@ -16,7 +16,10 @@ public final class WorkflowService {
   private static final long CACHE_NANOS = 1_000_000_000L;
 
   private final Jdbi jdbi;
-  private final ConcurrentHashMap<String, Cached> active = new ConcurrentHashMap<>();
+  /** About 2 MB of workflows, by workspace and id: a workflow replaced here replaces its entry. */
+  private final WeighedCache<String, Cached> active = new WeighedCache<>(2_000_000, (key, cached) ->
+      key.length() + 100 + cached.workflow().map(w -> w.steps().length() + w.name().length()
+          + w.description().length()).orElse(0));
 
   private record Cached(Optional<Workflow> workflow, long expiresAtNanos) {}
 
@@ -38,9 +41,6 @@ public final class WorkflowService {
     }
     Optional<Workflow> found = jdbi.withExtension(WorkflowDao.class, dao -> dao.find(workspaceId, id))
         .filter(w -> !w.archived());
-    if (active.size() > 10_000) {
-      active.clear();
-    }
     active.put(key, new Cached(found, now + CACHE_NANOS));
     return found;
   }

@@ -114,6 +114,11 @@ final class RunwayProcess {
     throw new IllegalStateException("server not ready within 60 s: " + log());
   }
 
+  /** The server's process id (for jcmd). */
+  long pid() {
+    return process.pid();
+  }
+
   /** kill -9: no shutdown hook, no flush. */
   void kill9() throws InterruptedException {
     process.destroyForcibly();
