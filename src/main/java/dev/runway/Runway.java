@@ -80,7 +80,7 @@ public final class Runway implements AutoCloseable {
         started.wake();
       }
     });
-    InFlightLimit inFlight = InFlightLimit.untilReady(settings.maxInFlight());
+    InFlightLimit inFlight = InFlightLimit.untilReady(settings.maxInFlight(), settings.maxInFlightPerKey());
     CompletableFuture<Javalin> http = CompletableFuture.supplyAsync(
         () -> RunwayApp.create(services, settings, inFlight).start(), task -> new Thread(task, "runway-start").start());
     try {

@@ -3,6 +3,7 @@ package dev.runway;
 import dev.runway.auth.Scope;
 import dev.runway.config.ServerSettings;
 import dev.runway.http.AuthHandler;
+import dev.runway.http.BufferedBodies;
 import dev.runway.http.ErrorMapper;
 import dev.runway.http.InFlightLimit;
 import dev.runway.http.JettyErrors;
@@ -26,7 +27,7 @@ public final class RunwayApp {
   private RunwayApp() {}
 
   public static Javalin create(Services services, ServerSettings settings) {
-    return create(services, settings, new InFlightLimit(settings.maxInFlight()));
+    return create(services, settings, new InFlightLimit(settings.maxInFlight(), settings.maxInFlightPerKey()));
   }
 
   /** The app, admitting requests through {@code inFlight} (which the caller drains at shutdown). */
@@ -37,7 +38,7 @@ public final class RunwayApp {
     RunRoutes runs = new RunRoutes(services.runs(), bodies, resumeOn(threads));
     WorkflowRoutes workflows = new WorkflowRoutes(services.workflows(), bodies);
     RateLimits limits = settings.rateLimits();
-    AuthHandler auth = new AuthHandler(services.keys(), limits);
+    AuthHandler auth = new AuthHandler(services.keys(), limits, inFlight);
 
     return Javalin.create(config -> {
       config.startup.showJavalinBanner = false;
@@ -61,6 +62,9 @@ public final class RunwayApp {
         NetworkConnectionLimit connections = new NetworkConnectionLimit(settings.maxConnections(), server);
         connections.setEndPointIdleTimeout(1000);
         server.addBean(connections);
+        // Bodies are received before Javalin (and the limits of requests in flight) sees a request.
+        server.insertHandler(new BufferedBodies(settings.maxBodyBytes(), settings.bodyTimeout().toMillis(),
+            settings.maxPendingBodiesPerKey(), settings.maxPendingBodyBytes(), AuthHandler.keyIdOf(services.keys())));
       });
       config.jetty.modifyServletContextHandler(context -> context.setErrorHandler(new JettyErrors()));
       if (settings.requestLog()) {

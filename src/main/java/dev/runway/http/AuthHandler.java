@@ -12,10 +12,12 @@ public final class AuthHandler {
   private static final String ATTRIBUTE = "runway.principal";
   private final ApiKeyService keys;
   private final RateLimits limits;
+  private final InFlightLimit inFlight;
 
-  public AuthHandler(ApiKeyService keys, RateLimits limits) {
+  public AuthHandler(ApiKeyService keys, RateLimits limits, InFlightLimit inFlight) {
     this.keys = keys;
     this.limits = limits;
+    this.inFlight = inFlight;
   }
 
   public void handle(Context ctx) {
@@ -33,6 +35,7 @@ public final class AuthHandler {
     }
     ctx.attribute(ATTRIBUTE, principal);
     limits.takeForKey(ctx, principal.keyId());
+    inFlight.enterForKey(ctx, principal.keyId());
     for (RouteRole role : ctx.routeRoles()) {
       Scope needed = (Scope) role;
       if (!principal.scopes().contains(needed)) {
@@ -75,6 +78,23 @@ public final class AuthHandler {
   private static ApiException invalid(String detail) {
     return new ApiException(401, "invalid_api_key", detail, null,
         Map.of("WWW-Authenticate", "Bearer error=\"invalid_token\""));
+  }
+
+  /**
+   * The id of the valid key an Authorization header carries, or null (no header, malformed, unknown,
+   * revoked, expired): for deciding, from the headers alone, whether a request's body is worth receiving.
+   */
+  public static java.util.function.Function<String, String> keyIdOf(ApiKeyService keys) {
+    return header -> {
+      try {
+        Principal principal = keys.authenticate(bearerToken(header)).principal();
+        return principal == null ? null : principal.keyId();
+      } catch (ApiException refused) {
+        return null;
+      } catch (RuntimeException databaseDown) {
+        return null; // the request goes on, unread, and gets its 503 from the authentication proper
+      }
+    };
   }
 
   /** The caller of a route that required a key. */

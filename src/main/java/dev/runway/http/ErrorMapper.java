@@ -78,8 +78,10 @@ public final class ErrorMapper {
     return switch (status) {
       case 404 -> "not_found";
       case 405 -> "method_not_allowed";
+      case 408 -> "request_timeout";
       case 413 -> "body_too_large";
       case 415 -> "unsupported_media_type";
+      case 429 -> "rate_limited";
       case 503 -> "unavailable";
       default -> status >= 500 ? "internal_error" : "invalid_request";
     };

@@ -3,34 +3,41 @@ package dev.runway.http;
 import io.javalin.http.Context;
 import java.time.Duration;
 import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Semaphore;
+import java.util.concurrent.atomic.AtomicInteger;
 
 /**
  * Bounds the requests being worked on at once. Past the bound a request gets a fast 503 rather
  * than joining an ever longer queue; while the server starts, and while it stops, new requests get
- * 503 (those in flight at a stop are waited for). Health checks are always answered.
+ * 503 (those in flight at a stop are waited for). Health checks are always answered. One API key
+ * may hold only so many of the places (past that, 429 for that key), so no key can take them all.
  */
 public final class InFlightLimit {
   private static final String ADMITTED = "runway.admitted";
+  private static final String KEY_ADMITTED = "runway.key_admitted";
   private final int max;
+  private final int maxPerKey;
   private final Semaphore permits;
+  private final ConcurrentHashMap<String, AtomicInteger> byKey = new ConcurrentHashMap<>();
   private volatile boolean starting;
   private volatile boolean draining;
 
   /** A limit that admits requests at once. */
-  public InFlightLimit(int max) {
-    this(max, false);
+  public InFlightLimit(int max, int maxPerKey) {
+    this(max, maxPerKey, false);
   }
 
-  private InFlightLimit(int max, boolean starting) {
+  private InFlightLimit(int max, int maxPerKey, boolean starting) {
     this.max = max;
+    this.maxPerKey = maxPerKey;
     this.permits = new Semaphore(max);
     this.starting = starting;
   }
 
   /** A limit that refuses requests until {@link #ready()}: the server listens while it still starts. */
-  public static InFlightLimit untilReady(int max) {
-    return new InFlightLimit(max, true);
+  public static InFlightLimit untilReady(int max, int maxPerKey) {
+    return new InFlightLimit(max, maxPerKey, true);
   }
 
   public void enter(Context ctx) {
@@ -50,11 +57,31 @@ public final class InFlightLimit {
     ctx.attribute(ADMITTED, Boolean.TRUE);
   }
 
+  /** Once the caller's key is known: 429 if that key has {@code maxPerKey} requests in flight already. */
+  void enterForKey(Context ctx, String keyId) {
+    AtomicInteger count = byKey.computeIfAbsent(keyId, k -> new AtomicInteger());
+    if (count.incrementAndGet() > maxPerKey) {
+      leaveKey(keyId);
+      throw new ApiException(429, "rate_limited", "this API key has " + maxPerKey
+          + " requests in flight already; send more once some have been answered", null, Map.of("Retry-After", "1"));
+    }
+    ctx.attribute(KEY_ADMITTED, keyId);
+  }
+
   public void leave(Context ctx) {
     if (ctx.attribute(ADMITTED) != null) {
       ctx.attribute(ADMITTED, null);
       permits.release();
     }
+    String keyId = ctx.attribute(KEY_ADMITTED);
+    if (keyId != null) {
+      ctx.attribute(KEY_ADMITTED, null);
+      leaveKey(keyId);
+    }
+  }
+
+  private void leaveKey(String keyId) {
+    byKey.computeIfPresent(keyId, (k, n) -> n.decrementAndGet() <= 0 ? null : n);
   }
 
   /** Admits requests from now on. */

@@ -31,6 +31,7 @@ public final class Problem {
       case 403 -> "Forbidden";
       case 404 -> "Not Found";
       case 405 -> "Method Not Allowed";
+      case 408 -> "Request Timeout";
       case 409 -> "Conflict";
       case 413 -> "Content Too Large";
       case 415 -> "Unsupported Media Type";

@@ -87,7 +87,8 @@ public final class Api {
 
   /** Starts the app on a free port for the test body and stops it after (javalin-testtools). */
   public void test(HttpTest body) {
-    testWith(new dev.runway.http.InFlightLimit(opened.serverSettings().maxInFlight()), body);
+    testWith(new dev.runway.http.InFlightLimit(opened.serverSettings().maxInFlight(),
+        opened.serverSettings().maxInFlightPerKey()), body);
   }
 
   /** Like {@link #test}, with some settings of the app changed (e.g. low rate limits). */

@@ -1,0 +1,238 @@
+package dev.runway.http;
+
+import java.io.ByteArrayOutputStream;
+import java.nio.ByteBuffer;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Function;
+import org.eclipse.jetty.http.HttpHeader;
+import org.eclipse.jetty.http.HttpStatus;
+import org.eclipse.jetty.io.Content;
+import org.eclipse.jetty.server.Handler;
+import org.eclipse.jetty.server.Request;
+import org.eclipse.jetty.server.Response;
+import org.eclipse.jetty.util.Callback;
+import org.eclipse.jetty.util.thread.Scheduler;
+
+/**
+ * Receives each request's body in full before the request is handed on to Javalin, without a
+ * thread: while a client is still sending, the request holds neither a request thread nor a place
+ * among the requests in flight (which a few hundred clients sending a byte every two seconds once
+ * took, every one, so that every API request of every key got 503).
+ *
+ * <p>A body is received only for a request with a valid API key (any other is handed on at once,
+ * unread, and refused with 401 from its headers alone). It must arrive within {@code timeoutMillis}
+ * of the headers (else 408) and be at most {@code maxBytes} (else 413, at once when its
+ * Content-Length says so). One key may have at most {@code maxPendingPerKey} bodies still arriving
+ * (else 429), and all bodies still arriving together hold at most {@code maxPendingBytes} of memory
+ * (else 503). Bodies are not counted by client address: behind a load balancer every client has
+ * the same one, and one slow client would lock out the others.
+ *
+ * <p>A body that came with its headers is handed on at once, counted nowhere, without a timer.
+ */
+public final class BufferedBodies extends Handler.Wrapper {
+  private final int maxBytes;
+  private final long timeoutMillis;
+  private final int maxPendingPerKey;
+  private final long maxPendingBytes;
+  private final Function<String, String> keyIdOf;
+  private final ConcurrentHashMap<String, AtomicInteger> pendingByKey = new ConcurrentHashMap<>();
+  private final AtomicLong pendingBytes = new AtomicLong();
+
+  /** {@code keyIdOf} gives the id of the valid API key an Authorization header carries, or null. */
+  public BufferedBodies(int maxBytes, long timeoutMillis, int maxPendingPerKey, long maxPendingBytes,
+      Function<String, String> keyIdOf) {
+    this.maxBytes = maxBytes;
+    this.timeoutMillis = timeoutMillis;
+    this.maxPendingPerKey = maxPendingPerKey;
+    this.maxPendingBytes = maxPendingBytes;
+    this.keyIdOf = keyIdOf;
+  }
+
+  @Override
+  public boolean handle(Request request, Response response, Callback callback) throws Exception {
+    long declared = request.getLength();
+    boolean chunked = declared < 0 && request.getHeaders().contains(HttpHeader.TRANSFER_ENCODING);
+    if (declared <= 0 && !chunked) {
+      return super.handle(request, response, callback);
+    }
+    if (declared > maxBytes) {
+      Response.writeError(request, response, callback, HttpStatus.PAYLOAD_TOO_LARGE_413, tooLarge());
+      return true;
+    }
+    String keyId = keyIdOf.apply(request.getHeaders().get(HttpHeader.AUTHORIZATION));
+    if (keyId == null) {
+      return super.handle(request, response, callback);
+    }
+    new Receiver(request, response, callback, keyId).receive();
+    return true;
+  }
+
+  private String tooLarge() {
+    return "the request body is larger than " + maxBytes + " bytes";
+  }
+
+  /** One request's body on its way in. */
+  private final class Receiver {
+    private final Request request;
+    private final Response response;
+    private final Callback callback;
+    private final String keyId;
+    private final ByteArrayOutputStream body;
+    /** Set once the request is handed on or answered: whatever comes later is ignored. */
+    private final AtomicBoolean settled = new AtomicBoolean();
+    private boolean waiting;
+    private long reserved;
+    private Scheduler.Task deadline;
+
+    Receiver(Request request, Response response, Callback callback, String keyId) {
+      this.request = request;
+      this.response = response;
+      this.callback = callback;
+      this.keyId = keyId;
+      long declared = request.getLength();
+      this.body = new ByteArrayOutputStream(declared > 0 ? (int) declared : 1024);
+    }
+
+    /** Reads what has arrived; asks to be called again when more arrives (demand callbacks may block). */
+    void receive() {
+      while (!settled.get()) {
+        Content.Chunk chunk = request.read();
+        if (chunk == null) {
+          if (!waiting && !startWaiting()) {
+            return;
+          }
+          request.demand(this::receive);
+          return;
+        }
+        if (Content.Chunk.isFailure(chunk)) {
+          refuse(chunk.getFailure());
+          return;
+        }
+        boolean last = chunk.isLast();
+        int size = chunk.remaining();
+        if (body.size() + size > maxBytes) {
+          chunk.release();
+          refuse(HttpStatus.PAYLOAD_TOO_LARGE_413, tooLarge());
+          return;
+        }
+        if (waiting && !reserve(size)) {
+          chunk.release();
+          response.getHeaders().put(HttpHeader.RETRY_AFTER, "1");
+          refuse(HttpStatus.SERVICE_UNAVAILABLE_503, "the server holds as many request bodies still arriving as "
+              + "it may; retry shortly");
+          return;
+        }
+        byte[] copy = new byte[size];
+        chunk.getByteBuffer().get(copy);
+        body.write(copy, 0, size);
+        chunk.release();
+        if (last) {
+          if (settle()) {
+            handOn();
+          }
+          return;
+        }
+      }
+    }
+
+    /** The body did not all come with the headers: counts it against its key and starts the clock. */
+    private boolean startWaiting() {
+      waiting = true;
+      if (pendingByKey.computeIfAbsent(keyId, k -> new AtomicInteger()).incrementAndGet() > maxPendingPerKey) {
+        response.getHeaders().put(HttpHeader.RETRY_AFTER, "1");
+        refuse(HttpStatus.TOO_MANY_REQUESTS_429, "this API key has " + maxPendingPerKey
+            + " request bodies still arriving; send the next one when one of them is complete");
+        return false;
+      }
+      if (!reserve(body.size())) {
+        response.getHeaders().put(HttpHeader.RETRY_AFTER, "1");
+        refuse(HttpStatus.SERVICE_UNAVAILABLE_503, "the server holds as many request bodies still arriving as it "
+            + "may; retry shortly");
+        return false;
+      }
+      deadline = request.getComponents().getScheduler().schedule(() -> refuse(HttpStatus.REQUEST_TIMEOUT_408,
+          "the request body did not arrive within " + timeoutMillis + " ms of its headers"),
+          timeoutMillis, TimeUnit.MILLISECONDS);
+      return true;
+    }
+
+    private boolean reserve(long bytes) {
+      if (pendingBytes.addAndGet(bytes) > maxPendingBytes) {
+        pendingBytes.addAndGet(-bytes);
+        return false;
+      }
+      reserved += bytes;
+      return true;
+    }
+
+    private void refuse(int status, String detail) {
+      if (settle()) {
+        Response.writeError(request, response, callback, status, detail);
+      }
+    }
+
+    private void refuse(Throwable failure) {
+      if (settle()) {
+        Response.writeError(request, response, callback, failure);
+      }
+    }
+
+    /** True for the one caller that may answer or hand on the request; gives back what it held. */
+    private boolean settle() {
+      if (!settled.compareAndSet(false, true)) {
+        return false;
+      }
+      if (deadline != null) {
+        deadline.cancel();
+      }
+      if (waiting) {
+        pendingByKey.computeIfPresent(keyId, (k, n) -> n.decrementAndGet() <= 0 ? null : n);
+        pendingBytes.addAndGet(-reserved);
+      }
+      return true;
+    }
+
+    private void handOn() {
+      Request whole = new WholeBody(request, body.toByteArray());
+      try {
+        if (!BufferedBodies.super.handle(whole, response, callback)) {
+          Response.writeError(whole, response, callback, HttpStatus.NOT_FOUND_404);
+        }
+      } catch (Throwable e) {
+        callback.failed(e);
+      }
+    }
+  }
+
+  /** The request with its body, all of it already here, read as one last chunk. */
+  private static final class WholeBody extends Request.Wrapper {
+    private Content.Chunk content;
+
+    WholeBody(Request request, byte[] body) {
+      super(request);
+      this.content = Content.Chunk.from(ByteBuffer.wrap(body), true);
+    }
+
+    @Override
+    public Content.Chunk read() {
+      Content.Chunk next = content;
+      content = Content.Chunk.next(next);
+      return next;
+    }
+
+    @Override
+    public void demand(Runnable demandCallback) {
+      demandCallback.run();
+    }
+
+    @Override
+    public boolean consumeAvailable() {
+      content = Content.Chunk.EOF;
+      return true;
+    }
+  }
+}
