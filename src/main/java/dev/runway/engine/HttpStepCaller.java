@@ -3,10 +3,10 @@ package dev.runway.engine;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.runway.core.Json;
+import dev.runway.outbound.SpecialAddresses;
 import dev.runway.workflow.Step;
 import java.io.IOException;
 import java.io.InputStream;
-import java.net.Inet6Address;
 import java.net.InetAddress;
 import java.net.URI;
 import java.net.UnknownHostException;
@@ -163,26 +163,11 @@ public final class HttpStepCaller {
       return null;
     }
     for (InetAddress address : InetAddress.getAllByName(host)) {
-      if (isPrivate(address)) {
+      if (SpecialAddresses.isSpecial(address)) {
         return "refused to call " + host + " (" + address.getHostAddress() + "): loopback, link-local and private "
             + "addresses need engine.http.allow_private_networks=true";
       }
     }
     return null;
-  }
-
-  static boolean isPrivate(InetAddress a) {
-    if (a.isLoopbackAddress() || a.isLinkLocalAddress() || a.isSiteLocalAddress() || a.isAnyLocalAddress()
-        || a.isMulticastAddress()) {
-      return true;
-    }
-    byte[] b = a.getAddress();
-    if (a instanceof Inet6Address) {
-      return (b[0] & 0xfe) == 0xfc; // fc00::/7 unique local
-    }
-    int first = b[0] & 0xff;
-    int second = b[1] & 0xff;
-    return first == 0 || (first == 100 && second >= 64 && second <= 127) // 0/8, 100.64/10 carrier-grade NAT
-        || (first == 169 && second == 254) || first >= 240;                 // link-local, reserved
   }
 }
