@@ -94,15 +94,22 @@ public final class Json {
   /** Why JSON from outside was refused: a predicate for "the request body …", "the tool's answer …". */
   public static final class InvalidJson extends Exception {
     private final String path;
+    private final boolean malformed;
 
-    InvalidJson(String message, String path) {
+    InvalidJson(String message, String path, boolean malformed) {
       super(message, null, false, false);
       this.path = path;
+      this.malformed = malformed;
     }
 
     /** Where in the document the fault is (e.g. {@code inputs.name}), when known. */
     public String path() {
       return path;
+    }
+
+    /** True when it is not JSON at all; false when it is JSON that Runway could not keep. */
+    public boolean malformed() {
+      return malformed;
     }
   }
 
@@ -122,23 +129,23 @@ public final class Json {
       if (e instanceof StreamConstraintsException) {
         throw new InvalidJson(e.getMessage().contains("nesting depth")
             ? "is nested deeper than " + MAX_UNTRUSTED_DEPTH + " levels"
-            : "holds a number, string or name longer than Runway accepts", null);
+            : "holds a number, string or name longer than Runway accepts", null, false);
       }
       JsonLocation at = e.getLocation();
       throw new InvalidJson("is not valid JSON" + (at == null ? "" : " at line " + at.getLineNr() + ", column "
-          + at.getColumnNr()), null);
+          + at.getColumnNr()), null, true);
     } catch (IOException e) {
-      throw new InvalidJson("is not valid JSON", null);
+      throw new InvalidJson("is not valid JSON", null, true);
     } catch (NumberFormatException | ArithmeticException e) {
       // Jackson's own failure for a number it cannot hold, e.g. 1e-2147483648 (scale out of range).
-      throw new InvalidJson("has a number that cannot be read", null);
+      throw new InvalidJson("has a number that cannot be read", null, false);
     }
     if (node == null || node.isMissingNode()) {
       return null;
     }
     String bad = unpairedSurrogate(node, "");
     if (bad != null) {
-      throw new InvalidJson("has a string with an unpaired UTF-16 surrogate" + (bad.isEmpty() ? "" : " at " + bad), bad);
+      throw new InvalidJson("has a string with an unpaired UTF-16 surrogate" + (bad.isEmpty() ? "" : " at " + bad), bad, false);
     }
     return node;
   }

@@ -1,27 +1,41 @@
 package dev.runway.engine;
 
 import dev.runway.core.Ids;
-import dev.runway.db.GroupCommitter;
 import dev.runway.core.Time;
+import dev.runway.db.GroupCommitter;
+import dev.runway.db.Tx;
+import dev.runway.outbound.OutboundHttp;
 import dev.runway.run.Run;
 import dev.runway.run.RunDao;
 import java.time.Instant;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.Function;
+import java.util.stream.Collectors;
 import org.jdbi.v3.core.Jdbi;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
  * Runs workflow steps. Its state lives in the database: a dispatcher claims due runs with a lease
- * (a conditional UPDATE, so several instances on one database never take the same run), and
- * workers advance them. A crashed instance's leases run out and other instances take over.
+ * (a conditional UPDATE, so several instances on one database never take the same run), and their
+ * calls go out without holding a thread; what comes back is taken up by a few worker threads. A
+ * crashed instance's leases run out and other instances take over.
+ *
+ * <p>Calls in flight are bounded per instance ({@code engine.max_calls_in_flight}) and per workspace
+ * ({@code engine.max_calls_in_flight_per_workspace}): a workspace whose tools hang holds at most its
+ * share, and the runs of other workspaces are claimed past it (a workspace at its share is left out
+ * of the claim's query, so its many due runs cannot crowd the others out of the batch either).
  */
 public final class Engine implements AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(Engine.class);
@@ -31,36 +45,46 @@ public final class Engine implements AutoCloseable {
   private final Jdbi jdbi;
   private final GroupCommitter committer;
   private final EngineSettings settings;
+  private final OutboundHttp outbound;
   private final String owner = Ids.newId("eng");
   private final StepRunner runner;
   private final ExecutorService workers;
   private final Thread dispatcher;
   private final Semaphore wakeUp = new Semaphore(0);
-  private final AtomicInteger busy = new AtomicInteger();
+  private final AtomicInteger calls = new AtomicInteger();
+  private final ConcurrentHashMap<String, Integer> callsByWorkspace = new ConcurrentHashMap<>();
   private volatile boolean running = true;
 
-  private Engine(Jdbi jdbi, GroupCommitter committer, EngineSettings settings) {
+  private Engine(Jdbi jdbi, GroupCommitter committer, EngineSettings settings, OutboundHttp outbound) {
     this.jdbi = jdbi;
     this.committer = committer;
     this.settings = settings;
-    this.runner = new StepRunner(committer, settings,
-        new HttpStepCaller(settings.allowPrivateNetworks(), settings.maxResponseBytes()), owner);
+    this.outbound = outbound;
     AtomicInteger n = new AtomicInteger();
     this.workers = Executors.newFixedThreadPool(settings.workers(), r -> {
       Thread t = new Thread(r, "runway-engine-" + n.incrementAndGet());
       t.setDaemon(true);
       return t;
     });
+    this.runner = new StepRunner(committer, settings, new HttpStepCaller(outbound, settings.maxResponseBytes()),
+        owner, workers);
     this.dispatcher = new Thread(this::dispatch, "runway-engine-dispatcher");
     this.dispatcher.setDaemon(true);
   }
 
-  /**
-   * Starts the engine. {@code singleProcess} (H2) means no other instance shares the database, so
-   * leases left by a crash of this one are dropped at once instead of waiting for them to run out.
-   */
+  /** Starts the engine, calling tools through an outbound client made from the settings. */
   public static Engine start(Jdbi jdbi, GroupCommitter committer, EngineSettings settings, boolean singleProcess) {
-    Engine engine = new Engine(jdbi, committer, settings);
+    return start(jdbi, committer, settings, settings.outbound(null), singleProcess);
+  }
+
+  /**
+   * Starts the engine; it closes {@code outbound} when it closes. {@code singleProcess} (H2) means
+   * no other instance shares the database, so leases left by a crash of this one are dropped at once
+   * instead of waiting for them to run out.
+   */
+  public static Engine start(Jdbi jdbi, GroupCommitter committer, EngineSettings settings, OutboundHttp outbound,
+      boolean singleProcess) {
+    Engine engine = new Engine(jdbi, committer, settings, outbound);
     if (singleProcess) {
       int released = jdbi.withExtension(RunDao.class, RunDao::releaseAllLeases);
       if (released > 0) {
@@ -68,7 +92,8 @@ public final class Engine implements AutoCloseable {
       }
     }
     engine.dispatcher.start();
-    LOG.info("engine {} started with {} workers", engine.owner, settings.workers());
+    LOG.info("engine {} started: {} calls in flight at most, {} per workspace", engine.owner,
+        settings.maxCallsInFlight(), settings.maxCallsInFlightPerWorkspace());
     return engine;
   }
 
@@ -80,7 +105,7 @@ public final class Engine implements AutoCloseable {
   private void dispatch() {
     while (running) {
       try {
-        if (!claimAndSubmit(settings.workers() - busy.get())) {
+        if (!claimAndSubmit()) {
           wakeUp.tryAcquire(settings.pollInterval().toMillis(), TimeUnit.MILLISECONDS);
           wakeUp.drainPermits();
         }
@@ -93,72 +118,112 @@ public final class Engine implements AutoCloseable {
     }
   }
 
+  /** One due run as this round would save it, and whether its call is then due. */
+  private record Claim(Run save, List<Event> events, boolean call) {}
+
   /**
-   * Takes the due runs that no live lease holds and, in one group commit, saves each one's moves
-   * that need no waiting; a run that stands at an http call is saved with this instance's lease
-   * and handed to a worker. Every save is conditional on the run's version, so of two instances
-   * (or an engine and a caller) only one move stands. Returns true when more may be due at once.
+   * Takes the due runs that no live lease holds and saves each one's moves that need no waiting,
+   * each as a write of its own in one group commit (a run the database refuses fails alone); a run
+   * that stands at an http call is saved with this instance's lease and its call goes out. Every
+   * save is conditional on the run's version, so of two instances (or an engine and a caller) only
+   * one move stands. Returns true when more may be due at once.
    */
-  private boolean claimAndSubmit(int free) {
+  private boolean claimAndSubmit() {
     Instant now = Time.now();
-    // Enough rows for the free workers and a batch of moves without calls; not more, since every
-    // row read is parsed, and most wake-ups come from a worker that just finished one call.
+    int free = settings.maxCallsInFlight() - calls.get();
+    Set<String> atTheirShare = callsByWorkspace.entrySet().stream()
+        .filter(e -> e.getValue() >= settings.maxCallsInFlightPerWorkspace()).map(Map.Entry::getKey)
+        .collect(Collectors.toSet());
+    // Enough rows for the free places and a batch of moves without calls; not more, since every row
+    // read is parsed, and most wake-ups come from a call that just ended.
     int limit = Math.min(BATCH, Math.max(32, free * 4));
-    List<Run> due = jdbi.withExtension(RunDao.class, dao -> dao.dueRuns(now, limit));
+    List<Run> due = jdbi.withExtension(RunDao.class, dao -> dao.dueRuns(now, atTheirShare, limit));
     if (due.isEmpty()) {
       return false;
     }
-    List<RunStateMachine> moves = new ArrayList<>();
-    List<Run> saves = new ArrayList<>();
-    List<Boolean> calls = new ArrayList<>();
+    List<Claim> claims = new ArrayList<>();
+    Map<String, Integer> takenNow = new HashMap<>();
     int callsLeft = free;
     for (Run run : due) {
-      RunStateMachine m = new RunStateMachine(run, now);
-      boolean call = runner.planInstantMoves(m);
-      if (call && callsLeft == 0) {
-        continue; // every worker is busy: the run stays due for the next round
-      }
-      callsLeft -= call ? 1 : 0;
-      moves.add(m);
-      saves.add(call ? runner.leaseForCall(m) : m.toRun(null, null));
-      calls.add(call);
-    }
-    if (saves.isEmpty()) {
-      return false;
-    }
-    Set<String> workspaces = new java.util.HashSet<>();
-    saves.forEach(r -> workspaces.add(r.workspaceId()));
-    List<Run> toCall = committer.commit(workspaces, tx -> {
-      RunDao dao = tx.dao(RunDao.class);
-      List<Run> won = new ArrayList<>();
-      for (int i = 0; i < saves.size(); i++) {
-        if (dao.saveProgress(saves.get(i)) == 1) {
-          EventDao.insert(tx, moves.get(i).events());
-          if (calls.get(i)) {
-            won.add(saves.get(i));
-          }
+      Claim claim = claim(run, now);
+      if (claim.call()) {
+        int share = callsByWorkspace.getOrDefault(run.workspaceId(), 0) + takenNow.getOrDefault(run.workspaceId(), 0);
+        if (callsLeft == 0 || share >= settings.maxCallsInFlightPerWorkspace()) {
+          continue; // no place for its call now: the run stays due for a later round
         }
+        callsLeft--;
+        takenNow.merge(run.workspaceId(), 1, Integer::sum);
       }
-      return won;
-    });
-    for (Run run : toCall) {
-      busy.incrementAndGet();
-      workers.submit(() -> work(run));
+      claims.add(claim);
     }
-    // As many saved as read: more may be due at once. Otherwise wait for a wake-up or the next poll.
-    return saves.size() == limit;
+    List<CompletableFuture<Boolean>> saves = new ArrayList<>();
+    for (Claim claim : claims) {
+      saves.add(save(claim));
+    }
+    for (int i = 0; i < claims.size(); i++) {
+      if (won(saves.get(i), claims.get(i)) && claims.get(i).call()) {
+        startCall(claims.get(i).save());
+      }
+    }
+    // As many read as asked for, and something moved: more may be due at once.
+    return due.size() == limit && !claims.isEmpty();
   }
 
-  private void work(Run run) {
+  /** The run's moves as of now; a run that cannot even be read fails, rather than stay due for ever. */
+  private Claim claim(Run run, Instant now) {
     try {
-      runner.call(run);
+      RunStateMachine m = new RunStateMachine(run, now);
+      boolean call = runner.planInstantMoves(m);
+      return new Claim(call ? runner.leaseForCall(m) : m.toRun(null, null), m.events(), call);
     } catch (RuntimeException e) {
-      // The lease runs out and the run is tried again then.
-      LOG.warn("engine failed on run {}: {}", run.id(), e.toString());
-    } finally {
-      busy.decrementAndGet();
-      wakeUp.release();
+      LOG.error("run {} cannot be read or moved; it fails with internal_error", run.id(), e);
+      RunStateMachine.Moved failed = RunStateMachine.failedUnreadable(run, now);
+      return new Claim(failed.run(), failed.events(), false);
     }
+  }
+
+  private CompletableFuture<Boolean> save(Claim claim) {
+    Function<Tx, Boolean> write = tx -> {
+      if (tx.dao(RunDao.class).saveProgress(claim.save()) != 1) {
+        return false;
+      }
+      EventDao.insert(tx, claim.events());
+      return true;
+    };
+    try {
+      return committer.submit(claim.save().workspaceId(), write);
+    } catch (RuntimeException e) {
+      return CompletableFuture.failedFuture(e); // too many writes waiting: the run stays due
+    }
+  }
+
+  private static boolean won(CompletableFuture<Boolean> save, Claim claim) {
+    try {
+      return save.join();
+    } catch (RuntimeException e) {
+      LOG.warn("could not save run {}: {}", claim.save().id(), e.getMessage());
+      return false;
+    }
+  }
+
+  /** Sends the run's call; it holds a place in flight (its workspace's too) until the run waits or ends. */
+  private void startCall(Run run) {
+    calls.incrementAndGet();
+    callsByWorkspace.merge(run.workspaceId(), 1, Integer::sum);
+    runner.call(run).whenComplete((done, failure) -> {
+      if (failure != null) {
+        // The lease runs out and the run is taken up again then.
+        LOG.warn("engine failed on run {}: {}", run.id(), failure.toString());
+      }
+      callsByWorkspace.computeIfPresent(run.workspaceId(), (ws, n) -> n <= 1 ? null : n - 1);
+      calls.decrementAndGet();
+      wakeUp.release();
+    });
+  }
+
+  /** Calls in flight now (for tests and operators). */
+  public int callsInFlight() {
+    return calls.get();
   }
 
   private void sleepQuietly() {
@@ -169,16 +234,28 @@ public final class Engine implements AutoCloseable {
     }
   }
 
-  /** Stops claiming, lets running steps finish for a while, then stops. Unfinished claims run out. */
+  /**
+   * Stops claiming, lets the calls in flight finish for a while (their answers are saved), then
+   * stops. Calls still open then fail; their runs are taken up again after their leases run out.
+   */
   @Override
   public void close() {
     running = false;
     wakeUp.release();
     try {
-      // The dispatcher first: once it has stopped, no claim can arrive at a closed worker pool.
+      // The dispatcher first: once it has stopped, no call starts any more.
       dispatcher.join(5_000);
-      workers.shutdown();
-      if (!workers.awaitTermination(10, TimeUnit.SECONDS)) {
+      long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+      while (calls.get() > 0 && System.nanoTime() < deadline) {
+        Thread.sleep(10);
+      }
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+    outbound.close();
+    workers.shutdown();
+    try {
+      if (!workers.awaitTermination(5, TimeUnit.SECONDS)) {
         workers.shutdownNow();
       }
     } catch (InterruptedException e) {

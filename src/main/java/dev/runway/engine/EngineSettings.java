@@ -1,7 +1,9 @@
 package dev.runway.engine;
 
 import dev.runway.config.Settings;
+import dev.runway.outbound.OutboundHttp;
 import java.time.Duration;
+import org.eclipse.jetty.util.SocketAddressResolver;
 
 /** The engine's settings (engine.* in config/runway.properties). */
 public record EngineSettings(
@@ -11,6 +13,9 @@ public record EngineSettings(
     Duration lease,
     Duration retryBase,
     long approvalTimeoutSeconds,
+    int maxCallsInFlight,
+    int maxCallsInFlightPerWorkspace,
+    int maxCallsPerHost,
     boolean allowPrivateNetworks,
     int maxResponseBytes) {
 
@@ -22,7 +27,16 @@ public record EngineSettings(
         Duration.ofSeconds(s.integer("engine.lease_seconds", 1, 3600)),
         Duration.ofMillis(s.integer("engine.retry_base_ms", 1, 600_000)),
         s.integer("engine.approval_timeout_s", 1, 31_536_000),
+        s.integer("engine.max_calls_in_flight", 1, 1_000_000),
+        s.integer("engine.max_calls_in_flight_per_workspace", 1, 1_000_000),
+        s.integer("engine.http.max_calls_per_host", 1, 1_000_000),
         s.bool("engine.http.allow_private_networks"),
         s.integer("engine.http.max_response_bytes", 1024, 16 * 1024 * 1024));
+  }
+
+  /** The client for tools' calls these settings describe; {@code dns} null: the system's resolver. */
+  public OutboundHttp outbound(SocketAddressResolver dns) {
+    return new OutboundHttp(OutboundHttp.AddressPolicy.publicOnly(allowPrivateNetworks), maxCallsPerHost,
+        maxCallsInFlight, dns);
   }
 }

@@ -3,48 +3,22 @@ package dev.runway.engine;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.runway.core.Json;
-import dev.runway.outbound.SpecialAddresses;
+import dev.runway.outbound.OutboundHttp;
 import dev.runway.workflow.Step;
-import java.io.IOException;
-import java.io.InputStream;
-import java.net.InetAddress;
 import java.net.URI;
-import java.net.UnknownHostException;
-import java.net.http.HttpClient;
-import java.net.http.HttpRequest;
-import java.net.http.HttpResponse;
-import java.net.http.HttpTimeoutException;
+import java.nio.charset.StandardCharsets;
 import java.time.Duration;
-import java.util.concurrent.Executors;
-import java.util.concurrent.ScheduledExecutorService;
-import java.util.concurrent.ScheduledFuture;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
 
 /** Makes one attempt of an http step: the call to the caller's tool, and what came of it. */
 public final class HttpStepCaller {
-  /**
-   * Built at the first call: building an HttpClient takes about 0.15 s of start-up (its classes and
-   * its selector thread), which a server that has no http step to run need not pay.
-   */
-  private static final class Client {
-    static final HttpClient INSTANCE = HttpClient.newBuilder()
-        .connectTimeout(Duration.ofSeconds(5))
-        .followRedirects(HttpClient.Redirect.NEVER) // a redirect could lead to a forbidden address
-        .build();
-  }
-
-  /** Closes response bodies still being read at their step's deadline, so a stalled tool cannot hold a worker. */
-  private static final ScheduledExecutorService DEADLINES = Executors.newSingleThreadScheduledExecutor(r -> {
-    Thread t = new Thread(r, "runway-http-deadlines");
-    t.setDaemon(true);
-    return t;
-  });
-  private final boolean allowPrivateNetworks;
+  private final OutboundHttp http;
   private final int maxResponseBytes;
 
-  public HttpStepCaller(boolean allowPrivateNetworks, int maxResponseBytes) {
-    this.allowPrivateNetworks = allowPrivateNetworks;
+  public HttpStepCaller(OutboundHttp http, int maxResponseBytes) {
+    this.http = http;
     this.maxResponseBytes = maxResponseBytes;
   }
 
@@ -63,89 +37,69 @@ public final class HttpStepCaller {
     }
   }
 
-  public Outcome call(Step.Http step, ObjectNode body, String idempotencyKey) {
-    URI uri = URI.create(step.url());
-    try {
-      String refused = refusedAddress(uri.getHost());
-      if (refused != null) {
-        return Outcome.fail(null, refused);
+  /**
+   * Calls the tool. The future always completes normally: whatever the tool answers, or however the
+   * call fails, the attempt ends with an outcome the run can record.
+   */
+  public CompletableFuture<Outcome> call(Step.Http step, ObjectNode body, String idempotencyKey) {
+    Map<String, String> headers = new LinkedHashMap<>(step.headers());
+    headers.put("Content-Type", "application/json");
+    headers.put("Idempotency-Key", idempotencyKey);
+    OutboundHttp.Call call = new OutboundHttp.Call(step.method(), URI.create(step.url()), headers,
+        step.method().equals("GET") ? null : Json.bytes(body), Duration.ofMillis(step.timeoutMs()), maxResponseBytes);
+    return http.send(call).handle((answer, failure) -> {
+      try {
+        return failure == null ? outcome(answer) : noAnswer(failure);
+      } catch (RuntimeException e) {
+        return Outcome.fail(answer == null ? null : answer.status(), "the answer could not be read: "
+            + e.getClass().getSimpleName());
       }
-    } catch (UnknownHostException e) {
-      return Outcome.retry(null, "cannot resolve host " + uri.getHost());
-    }
-    HttpRequest.Builder request = HttpRequest.newBuilder(uri)
-        .timeout(Duration.ofMillis(step.timeoutMs()))
-        .header("Content-Type", "application/json")
-        .header("Idempotency-Key", idempotencyKey)
-        .header("User-Agent", "Runway");
-    step.headers().forEach(request::header);
-    if (step.method().equals("GET")) {
-      request.GET();
-    } else {
-      request.method(step.method(), HttpRequest.BodyPublishers.ofByteArray(Json.bytes(body)));
-    }
-    long deadline = System.nanoTime() + step.timeoutMs() * 1_000_000L;
-    try {
-      // The request's time-out covers the wait for the headers; the deadline below covers the body.
-      HttpResponse<InputStream> response = Client.INSTANCE.send(request.build(), HttpResponse.BodyHandlers.ofInputStream());
-      int status = response.statusCode();
-      byte[] bytes;
-      AtomicBoolean timedOut = new AtomicBoolean();
-      try (InputStream in = response.body()) {
-        ScheduledFuture<?> watchdog = DEADLINES.schedule(() -> {
-          timedOut.set(true);
-          closeQuietly(in);
-        }, Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
-        try {
-          bytes = in.readNBytes(maxResponseBytes + 1);
-        } catch (IOException e) {
-          if (timedOut.get()) {
-            return Outcome.retry(status, "HTTP " + status + " but the body did not arrive within " + step.timeoutMs() + " ms");
-          }
-          throw e;
-        } finally {
-          watchdog.cancel(false);
-        }
-      }
-      if (status >= 200 && status < 300) {
-        return success(status, bytes);
-      }
-      String message = "HTTP " + status + snippet(bytes);
-      if (status >= 500 || status == 408 || status == 429) {
-        return Outcome.retry(status, message);
-      }
-      return Outcome.fail(status, message);
-    } catch (HttpTimeoutException e) {
-      return Outcome.retry(null, "no answer within " + step.timeoutMs() + " ms");
-    } catch (IOException e) {
-      return Outcome.retry(null, "connection failed: " + e.getClass().getSimpleName()
-          + (e.getMessage() == null ? "" : ": " + e.getMessage()));
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-      return Outcome.retry(null, "interrupted (the engine is stopping)");
-    }
+    });
   }
 
-  private static void closeQuietly(InputStream in) {
-    try {
-      in.close();
-    } catch (IOException ignored) {
-      // the reader sees the stream closed
+  private Outcome outcome(OutboundHttp.Answer answer) {
+    int status = answer.status();
+    if (status >= 200 && status < 300) {
+      return success(status, answer);
     }
+    String message = "HTTP " + status + snippet(answer.body());
+    if (status >= 500 || status == 408 || status == 429) {
+      return Outcome.retry(status, message);
+    }
+    return Outcome.fail(status, message);
   }
 
-  private Outcome success(int status, byte[] bytes) {
-    if (bytes.length == 0) {
+  private static Outcome noAnswer(Throwable failure) {
+    Throwable cause = failure instanceof java.util.concurrent.CompletionException && failure.getCause() != null
+        ? failure.getCause() : failure;
+    if (cause instanceof OutboundHttp.NoAnswer none) {
+      return none.failure() == OutboundHttp.Failure.REFUSED ? Outcome.fail(null, none.getMessage())
+          : Outcome.retry(null, none.getMessage());
+    }
+    return Outcome.retry(null, "the call failed: " + cause.getClass().getSimpleName());
+  }
+
+  /**
+   * A 2xx answer. Its JSON body becomes the step's output; a body that is not JSON, or over
+   * max_response_bytes, is not kept (the step still succeeds). JSON that Runway could not keep (nested
+   * too deep, numbers no type holds, broken characters) fails the step: the tool answered something
+   * it should not have, and a retry would most likely get the same.
+   */
+  private Outcome success(int status, OutboundHttp.Answer answer) {
+    if (answer.cut()) {
+      return Outcome.success(status, null, "HTTP " + status + "; response over " + maxResponseBytes + " bytes not kept");
+    }
+    if (answer.body().length == 0) {
       return Outcome.success(status, null, "HTTP " + status);
     }
-    if (bytes.length > maxResponseBytes) {
-      return Outcome.success(status, null, "HTTP " + status + "; response over " + maxResponseBytes
-          + " bytes not kept");
-    }
     try {
-      return Outcome.success(status, Json.MAPPER.readTree(bytes), "HTTP " + status);
-    } catch (IOException e) {
-      return Outcome.success(status, null, "HTTP " + status + "; response is not JSON, not kept");
+      JsonNode output = Json.parseUntrusted(answer.body());
+      return Outcome.success(status, output, "HTTP " + status);
+    } catch (Json.InvalidJson e) {
+      if (e.malformed()) {
+        return Outcome.success(status, null, "HTTP " + status + "; response is not JSON, not kept");
+      }
+      return Outcome.fail(status, "HTTP " + status + " but the answer cannot be kept: it " + e.getMessage());
     }
   }
 
@@ -153,21 +107,7 @@ public final class HttpStepCaller {
     if (bytes.length == 0) {
       return "";
     }
-    String text = new String(bytes, 0, Math.min(bytes.length, 200), java.nio.charset.StandardCharsets.UTF_8);
+    String text = new String(bytes, 0, Math.min(bytes.length, 200), StandardCharsets.UTF_8);
     return ": " + text.replaceAll("\\s+", " ").trim();
-  }
-
-  /** Why the host may not be called, or null if it may. */
-  private String refusedAddress(String host) throws UnknownHostException {
-    if (allowPrivateNetworks) {
-      return null;
-    }
-    for (InetAddress address : InetAddress.getAllByName(host)) {
-      if (SpecialAddresses.isSpecial(address)) {
-        return "refused to call " + host + " (" + address.getHostAddress() + "): loopback, link-local and private "
-            + "addresses need engine.http.allow_private_networks=true";
-      }
-    }
-    return null;
   }
 }

@@ -139,8 +139,49 @@ public final class RunStateMachine {
         completeStep(null);
         continue;
       }
+      if (closeCutOffAttempt((Step.Http) step)) {
+        continue; // no attempts left: the step (and the run) failed
+      }
       return dueAt == null || !now.isBefore(dueAt); // an http step: due now, or waiting for its retry time
     }
+  }
+
+  /**
+   * An attempt is recorded when it starts, before its call goes out: one whose outcome was never
+   * recorded was cut off (the server stopped, or could not save what came of it). It counts, so that
+   * a call whose answer cannot be saved is not made for ever: past max_attempts the step fails.
+   * Returns true when the step failed.
+   */
+  private boolean closeCutOffAttempt(Step.Http step) {
+    ObjectNode open = openAttempt();
+    if (open == null) {
+      return false;
+    }
+    int attempt = open.get("attempt").asInt();
+    finishAttempt(open, attempt, "interrupted", null,
+        "cut off before its answer was recorded (the server stopped, or could not save the answer)");
+    if (attempt < step.maxAttempts()) {
+      return false;
+    }
+    failStep(null, "attempt " + attempt + " was cut off before its answer was recorded (after " + attempt
+        + " attempts)");
+    return true;
+  }
+
+  /** The current step's attempt that has started and not finished, if any. */
+  private ObjectNode openAttempt() {
+    if (currentStep < 0 || currentStep >= steps.size()) {
+      return null;
+    }
+    JsonNode attempts = step(currentStep).path("attempts");
+    ObjectNode last = attempts.isEmpty() ? null : (ObjectNode) attempts.get(attempts.size() - 1);
+    return last != null && last.path("finished_at").isNull() ? last : null;
+  }
+
+  /** The number of the current step's attempt in progress (the one {@link #startAttempt} recorded). */
+  public int currentAttempt() {
+    ObjectNode open = openAttempt();
+    return open == null ? 0 : open.get("attempt").asInt();
   }
 
   /** The run to save: the new state with the next version, held by {@code leaseOwner} until {@code leaseUntil}. */
@@ -180,6 +221,10 @@ public final class RunStateMachine {
     }
     if (approval != null && "pending".equals(approval.path("status").asText())) {
       approval.put("status", "canceled");
+    }
+    ObjectNode open = openAttempt();
+    if (open != null) {
+      finishAttempt(open, open.get("attempt").asInt(), "canceled", null, "the run was canceled during the call");
     }
     if (currentStep >= 0 && currentStep < steps.size() && !isDone(step(currentStep))) {
       finishStep(currentStep, "canceled", null);
@@ -229,21 +274,31 @@ public final class RunStateMachine {
     record("step.waiting", ENGINE, currentStep, null, Map.of("wake_at", Json.TIME.format(wake)));
   }
 
-  /** Marks an http step as being called (attempt n) before the call goes out. */
-  public void startAttempt(int attempt) {
+  /** Marks an http step as being called and records its next attempt as started, before the call goes out. */
+  public void startAttempt() {
     ObjectNode step = step(currentStep);
     if (step.path("started_at").isNull()) {
       step.put("started_at", Json.TIME.format(now));
     }
     step.put("status", "running");
+    ArrayNode attempts = (ArrayNode) step.get("attempts");
+    int attempt = attempts.size() + 1;
+    attempts.addObject().put("attempt", attempt).put("started_at", Json.TIME.format(now)).putNull("finished_at")
+        .putNull("outcome").putNull("http_status").putNull("message");
     record("step.attempt_started", ENGINE, currentStep, attempt, Map.of());
   }
 
-  /** Records how an attempt ended. */
-  public void recordAttempt(int attempt, Instant started, String outcome, Integer httpStatus, String message) {
-    ObjectNode a = ((ArrayNode) step(currentStep).get("attempts")).addObject();
-    a.put("attempt", attempt).put("started_at", Json.TIME.format(started)).put("finished_at", Json.TIME.format(now))
-        .put("outcome", outcome);
+  /** Records how the attempt in progress ended. */
+  public void recordAttempt(String outcome, Integer httpStatus, String message) {
+    ObjectNode open = openAttempt();
+    if (open == null) {
+      throw new IllegalStateException("run " + base.id() + " has no attempt in progress");
+    }
+    finishAttempt(open, open.get("attempt").asInt(), outcome, httpStatus, message);
+  }
+
+  private void finishAttempt(ObjectNode a, int attempt, String outcome, Integer httpStatus, String message) {
+    a.put("finished_at", Json.TIME.format(now)).put("outcome", outcome);
     if (httpStatus == null) {
       a.putNull("http_status");
     } else {
@@ -340,6 +395,37 @@ public final class RunStateMachine {
     return new ApiException(409, "run_state_conflict",
         "cannot " + action + " a run that is " + status.wireName(), null,
         Map.of(), Map.of("current_status", status.wireName()));
+  }
+
+  /** A run's new state and the events of the move that led to it. */
+  public record Moved(Run run, List<Event> events) {}
+
+  /**
+   * A run that cannot be read or moved (its stored documents are broken): it fails with
+   * internal_error, without its documents being read, so that it neither stays due for ever nor
+   * blocks the runs claimed with it.
+   */
+  public static Moved failedUnreadable(Run run, Instant now) {
+    String error = Json.string(Map.of("code", "internal_error",
+        "message", "the run's stored state could not be read; see the server log for " + run.id()));
+    // What the run record shows of it must stay JSON: a broken document is shown as empty.
+    Run failed = new Run(run.id(), run.workspaceId(), run.workflowId(), run.project(), RunStatus.FAILED.wireName(),
+        run.requiresApproval(), readable(run.inputs(), "{}"), run.createdAt(), now, now, readable(run.approval(), null),
+        error, run.definition(), readable(run.steps(), "[]"), run.currentStep(), null, null, null, run.version() + 1);
+    return new Moved(failed, List.of(event(run, "run.failed", ENGINE, null, null, Map.of("error", "internal_error"),
+        now)));
+  }
+
+  private static String readable(String json, String otherwise) {
+    if (json == null) {
+      return null;
+    }
+    try {
+      Json.tree(json);
+      return json;
+    } catch (RuntimeException e) {
+      return otherwise;
+    }
   }
 
   /** Records the first event of a new run. */

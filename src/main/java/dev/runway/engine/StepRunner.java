@@ -9,7 +9,8 @@ import dev.runway.run.Run;
 import dev.runway.run.RunDao;
 import dev.runway.workflow.Step;
 import java.time.Duration;
-import java.time.Instant;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.Executor;
 import java.util.concurrent.ThreadLocalRandom;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -18,23 +19,32 @@ import org.slf4j.LoggerFactory;
  * Moves runs forward. {@link #planInstantMoves} makes every move that needs no waiting (pass a
  * gate, start or finish a delay, expire an approval, finish the run) and stops at an http step;
  * {@link #call} makes that step's call for a run this instance holds the lease on, then goes on
- * the same way. Every move is saved before the next call, so a crash loses at most the call in
- * progress, which then runs again (hence the Idempotency-Key it sends).
+ * the same way. The call itself holds no thread: its answer is taken up on {@code executor}. Every
+ * move is saved before the next call, so a crash loses at most the call in progress, which is then
+ * made again (hence the Idempotency-Key it sends) if the step has attempts left.
  */
 final class StepRunner {
   private static final Logger LOG = LoggerFactory.getLogger(StepRunner.class);
   private static final Duration MAX_BACKOFF = Duration.ofMinutes(5);
+  /**
+   * The most a run's step progress (outputs and attempts) may take, in characters: half of what its
+   * column holds, so that a run can always record why it failed. A step whose answer would take it
+   * past this fails instead of keeping the answer.
+   */
+  static final int MAX_STEPS_CHARS = 512 * 1024;
 
   private final GroupCommitter committer;
   private final EngineSettings settings;
   private final HttpStepCaller caller;
   private final String owner;
+  private final Executor executor;
 
-  StepRunner(GroupCommitter committer, EngineSettings settings, HttpStepCaller caller, String owner) {
+  StepRunner(GroupCommitter committer, EngineSettings settings, HttpStepCaller caller, String owner, Executor executor) {
     this.committer = committer;
     this.settings = settings;
     this.caller = caller;
     this.owner = owner;
+    this.executor = executor;
   }
 
   /**
@@ -45,32 +55,57 @@ final class StepRunner {
     return m.moveUntilWaiting(settings.approvalTimeoutSeconds());
   }
 
-  /** The run as saved when this instance takes it for an http call: attempt started, lease for the call's length. */
+  /**
+   * The run as saved when this instance takes it for an http call: the attempt recorded as started
+   * (it counts from now on, whatever becomes of the call), and a lease for the call's length.
+   */
   Run leaseForCall(RunStateMachine m) {
     Step.Http step = (Step.Http) m.definition().get(m.currentStep());
-    m.startAttempt(m.step(m.currentStep()).get("attempts").size() + 1);
+    m.startAttempt();
     return m.toRun(owner, m.now().plusMillis(step.timeoutMs()).plus(settings.lease()));
   }
 
-  /** Makes the http call of a run saved by {@link #leaseForCall}, and every call after it, until the run waits or ends. */
-  void call(Run calling) {
-    while (calling != null) {
-      calling = callOnce(calling);
-    }
+  /**
+   * Makes the http call of a run saved by {@link #leaseForCall}, and every call after it, until the
+   * run waits or ends. The future completes then; it fails only if a save failed (the lease runs out
+   * and the run is taken up again).
+   */
+  CompletableFuture<Void> call(Run calling) {
+    return CompletableFuture.supplyAsync(() -> callOnce(calling), executor)
+        .thenCompose(answered -> answered)
+        .thenCompose(next -> next == null ? CompletableFuture.completedFuture(null) : call(next));
   }
 
-  private Run callOnce(Run calling) {
+  /** One call and the move it leads to; the run of the next call, or null when the run now waits or ended. */
+  private CompletableFuture<Run> callOnce(Run calling) {
     RunStateMachine before = new RunStateMachine(calling, calling.updatedAt());
     int index = before.currentStep();
     Step.Http step = (Step.Http) before.definition().get(index);
-    int attempt = before.step(index).get("attempts").size() + 1;
-    Instant started = Time.now();
-    HttpStepCaller.Outcome outcome = caller.call(step, callBody(calling, index, attempt, before),
-        calling.id() + ":" + index);
+    ObjectNode body = callBody(calling, index, before.currentAttempt(), before);
+    return caller.call(step, body, calling.id() + ":" + index)
+        .thenApplyAsync(outcome -> settle(calling, outcome), executor);
+  }
 
+  private Run settle(Run calling, HttpStepCaller.Outcome outcome) {
+    RunStateMachine m = moveOn(calling, outcome);
+    boolean callAgain = planInstantMoves(m);
+    Run next = callAgain ? leaseForCall(m) : m.toRun(null, null);
+    if (next.steps().length() > MAX_STEPS_CHARS) {
+      m = moveOn(calling, HttpStepCaller.Outcome.fail(outcome.httpStatus(), "HTTP " + outcome.httpStatus()
+          + " but the answer cannot be kept: with it, the run's step outputs and attempts would take over "
+          + MAX_STEPS_CHARS + " characters"));
+      callAgain = planInstantMoves(m);
+      next = callAgain ? leaseForCall(m) : m.toRun(null, null);
+    }
+    return save(next, m) && callAgain ? next : null;
+  }
+
+  /** The run after the outcome of its attempt in progress. */
+  private RunStateMachine moveOn(Run calling, HttpStepCaller.Outcome outcome) {
     RunStateMachine m = new RunStateMachine(calling, Time.now());
-    m.recordAttempt(attempt, started, outcome.succeeded() ? "succeeded" : "failed", outcome.httpStatus(),
-        outcome.message());
+    Step.Http step = (Step.Http) m.definition().get(m.currentStep());
+    int attempt = m.currentAttempt();
+    m.recordAttempt(outcome.succeeded() ? "succeeded" : "failed", outcome.httpStatus(), outcome.message());
     if (outcome.succeeded()) {
       m.completeStep(outcome.output());
     } else if (outcome.retryable() && attempt < step.maxAttempts()) {
@@ -79,9 +114,7 @@ final class StepRunner {
       String why = outcome.retryable() ? outcome.message() + " (after " + attempt + " attempts)" : outcome.message();
       m.failStep(outcome.httpStatus(), why);
     }
-    boolean callAgain = planInstantMoves(m);
-    Run next = callAgain ? leaseForCall(m) : m.toRun(null, null);
-    return save(next, m) && callAgain ? next : null;
+    return m;
   }
 
   /** Saves a move if the run is still as it was read; false when a caller's move (cancel, approve) came first. */

@@ -12,6 +12,7 @@ import java.util.Optional;
 import org.jdbi.v3.core.Handle;
 import org.jdbi.v3.sqlobject.config.RegisterConstructorMapper;
 import org.jdbi.v3.sqlobject.customizer.Bind;
+import org.jdbi.v3.sqlobject.customizer.BindList;
 import org.jdbi.v3.sqlobject.customizer.BindMap;
 import org.jdbi.v3.sqlobject.customizer.BindMethods;
 import org.jdbi.v3.sqlobject.customizer.Define;
@@ -77,6 +78,15 @@ public interface RunDao {
   @SqlQuery("SELECT * FROM run WHERE due_at >= " + DUE_SINCE + " AND due_at <= :now "
       + "AND (lease_until IS NULL OR lease_until < :now) ORDER BY due_at LIMIT :limit")
   List<Run> dueRuns(java.time.Instant now, int limit);
+
+  @SqlQuery("SELECT * FROM run WHERE due_at >= " + DUE_SINCE + " AND due_at <= :now "
+      + "AND (lease_until IS NULL OR lease_until < :now) AND workspace_id NOT IN (<except>) ORDER BY due_at LIMIT :limit")
+  List<Run> dueRunsOutside(java.time.Instant now, @BindList("except") java.util.Collection<String> except, int limit);
+
+  /** As {@link #dueRuns(java.time.Instant, int)}, leaving out the runs of the workspaces {@code except}. */
+  default List<Run> dueRuns(java.time.Instant now, java.util.Collection<String> except, int limit) {
+    return except.isEmpty() ? dueRuns(now, limit) : dueRunsOutside(now, except, limit);
+  }
 
   /**
    * Drops every lease: only for a single-process database (H2), at start, after a crash. Leased

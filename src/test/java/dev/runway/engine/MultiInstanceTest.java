@@ -236,16 +236,22 @@ class MultiInstanceTest {
     for (String id : runIds) {
       JsonNode run = getRun(b.port(), key, id);
       assertEquals("succeeded", run.get("status").asText(), run.toString());
-      for (int s = 0; s < 2; s++) {
-        assertAttempts(run.get("steps").get(s).get("attempts"), 0, run);
-      }
+      assertAttempts(run.get("steps").get(1).get("attempts"), 0, run);
       if (heldByA.containsKey(id)) {
-        // A's call went out but its outcome was never saved: B called again, and only after A's lease ran out.
+        // A's call went out but its outcome was never saved: its attempt counts (it was recorded when
+        // it started), B closed it as interrupted and called again, only after A's lease ran out.
         assertEquals(2, tool.calls(id + ":0"), "A's lost call and B's call of " + id + ":0");
-        Instant takenOver = Instant.parse(run.get("steps").get(0).get("attempts").get(0).get("started_at").asText());
+        JsonNode attempts = run.get("steps").get(0).get("attempts");
+        assertEquals(2, attempts.size(), run.toString());
+        assertEquals("interrupted", attempts.get(0).get("outcome").asText(), run.toString());
+        assertTrue(attempts.get(0).get("http_status").isNull(), run.toString());
+        assertEquals("succeeded", attempts.get(1).get("outcome").asText(), run.toString());
+        assertEquals(2, attempts.get(1).get("attempt").asInt(), run.toString());
+        Instant takenOver = Instant.parse(attempts.get(1).get("started_at").asText());
         assertFalse(takenOver.isBefore(heldByA.get(id).minusMillis(1)),
             "B waited for A's lease on " + id + " (until " + heldByA.get(id) + "), started " + takenOver);
       } else {
+        assertAttempts(run.get("steps").get(0).get("attempts"), 0, run);
         assertEquals(1, tool.calls(id + ":0"), id + ":0");
       }
       assertEquals(1, tool.calls(id + ":1"), id + ":1");

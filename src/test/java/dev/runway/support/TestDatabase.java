@@ -56,11 +56,16 @@ public enum TestDatabase {
    * listen on loopback, so private networks are allowed; retries are quick.
    */
   public Engine startEngine() {
+    return startEngine(s -> s);
+  }
+
+  /** Like {@link #startEngine()}, with some engine settings changed. */
+  public Engine startEngine(java.util.function.UnaryOperator<Settings> change) {
     Opened db = open();
-    Settings settings = db.settings()
+    Settings settings = change.apply(db.settings()
         .with("engine.http.allow_private_networks", "true")
         .with("engine.retry_base_ms", "20")
-        .with("engine.poll_interval_ms", "50");
+        .with("engine.poll_interval_ms", "50"));
     Engine started = Engine.start(db.services().database().jdbi(), db.services().database().committer(),
         EngineSettings.from(settings), this == H2);
     engine = started;

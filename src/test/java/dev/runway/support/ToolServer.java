@@ -59,6 +59,8 @@ public final class ToolServer implements AutoCloseable {
   private final HttpServer server;
   private final ExecutorService threads;
   private final List<Call> calls = new ArrayList<>();
+  private final AtomicInteger inFlight = new AtomicInteger();
+  private final AtomicInteger peak = new AtomicInteger();
   private final Map<String, Deque<Reply>> scripts = new HashMap<>();
 
   private ToolServer(HttpServer server, ExecutorService threads) {
@@ -68,7 +70,7 @@ public final class ToolServer implements AutoCloseable {
 
   public static ToolServer start() {
     try {
-      HttpServer server = HttpServer.create(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), 50);
+      HttpServer server = HttpServer.create(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), 1000);
       AtomicInteger n = new AtomicInteger();
       ExecutorService threads = Executors.newCachedThreadPool(r -> {
         Thread t = new Thread(r, "tool-server-" + n.incrementAndGet());
@@ -104,6 +106,11 @@ public final class ToolServer implements AutoCloseable {
     return List.copyOf(calls);
   }
 
+  /** The most calls this tool was answering at once (counted for delayed replies). */
+  public int peakConcurrency() {
+    return peak.get();
+  }
+
   /** The calls to one path, oldest first. */
   public synchronized List<Call> calls(String path) {
     return calls.stream().filter(c -> c.path().equals(path)).toList();
@@ -130,11 +137,14 @@ public final class ToolServer implements AutoCloseable {
         }
       }
       if (!reply.delay().isZero()) {
+        peak.accumulateAndGet(inFlight.incrementAndGet(), Math::max);
         try {
           Thread.sleep(reply.delay().toMillis());
         } catch (InterruptedException e) {
           Thread.currentThread().interrupt();
           return; // the tool is closing
+        } finally {
+          inFlight.decrementAndGet();
         }
       }
       byte[] out = reply.body().getBytes(StandardCharsets.UTF_8);
