@@ -86,7 +86,8 @@ public final class Runway implements AutoCloseable {
     try {
       database.prepare();
       if (settings.engine().enabled()) {
-        engine.set(Engine.start(database.jdbi(), database.committer(), settings.engine(), database.isSingleProcess()));
+        engine.set(Engine.start(database.jdbi(), database.committer(), settings.engine(), services.secrets(),
+            database.isSingleProcess()));
       }
       String adminKey = null;
       if (settings.bootstrapAdminKey() && services.keys().databaseIsEmpty()) {

@@ -13,6 +13,7 @@ import dev.runway.http.RequestIds;
 import dev.runway.http.RequestLog;
 import dev.runway.http.Responses;
 import dev.runway.run.RunRoutes;
+import dev.runway.secret.SecretRoutes;
 import dev.runway.workflow.WorkflowRoutes;
 import io.javalin.Javalin;
 import io.javalin.config.RoutesConfig;
@@ -37,6 +38,7 @@ public final class RunwayApp {
     threads.setName("runway-http");
     RunRoutes runs = new RunRoutes(services.runs(), bodies, resumeOn(threads));
     WorkflowRoutes workflows = new WorkflowRoutes(services.workflows(), bodies);
+    SecretRoutes secrets = new SecretRoutes(services.secrets(), bodies);
     RateLimits limits = settings.rateLimits();
     AuthHandler auth = new AuthHandler(services.keys(), limits, inFlight);
 
@@ -108,6 +110,11 @@ public final class RunwayApp {
       routes.get("/v1/workflows/{id}", workflows::get, Scope.RUNS_READ);
       routes.delete("/v1/workflows/{id}", workflows::archive, Scope.WORKFLOWS_WRITE);
       routes.get("/v1/workflows", workflows::list, Scope.RUNS_READ);
+
+      routes.put("/v1/secrets/{name}", secrets::put, Scope.ADMIN);
+      routes.get("/v1/secrets/{name}", secrets::get, Scope.ADMIN);
+      routes.delete("/v1/secrets/{name}", secrets::delete, Scope.ADMIN);
+      routes.get("/v1/secrets", secrets::list, Scope.ADMIN);
     });
   }
 

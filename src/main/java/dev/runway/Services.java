@@ -4,10 +4,13 @@ import dev.runway.auth.ApiKeyService;
 import dev.runway.config.ServerSettings;
 import dev.runway.db.Database;
 import dev.runway.run.RunService;
+import dev.runway.secret.SecretBox;
+import dev.runway.secret.SecretService;
 import dev.runway.workflow.WorkflowService;
 
 /** Runway's services over one database, wired with plain constructors. */
-public record Services(Database database, ApiKeyService keys, WorkflowService workflows, RunService runs) {
+public record Services(Database database, ApiKeyService keys, WorkflowService workflows, RunService runs,
+    SecretService secrets) {
 
   /** {@code runDue} is called when a run became due now, to wake the engine. */
   public static Services over(Database database, ServerSettings settings, Runnable runDue) {
@@ -17,6 +20,7 @@ public record Services(Database database, ApiKeyService keys, WorkflowService wo
         new ApiKeyService(database.jdbi(), settings.keyCache()),
         workflows,
         new RunService(database.jdbi(), database.committer(), workflows, settings.idempotencyTtl(),
-            settings.engine().approvalTimeoutSeconds(), runDue));
+            settings.engine().approvalTimeoutSeconds(), runDue),
+        new SecretService(database.jdbi(), () -> SecretBox.load(settings.secretsKey(), settings.secretsKeyFile())));
   }
 }

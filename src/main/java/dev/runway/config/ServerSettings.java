@@ -33,6 +33,8 @@ public record ServerSettings(
     int authFailuresPerMinute,
     int authFailuresBurst,
     Duration idempotencyTtl,
+    String secretsKey,
+    Path secretsKeyFile,
     EngineSettings engine) {
 
   public static ServerSettings from(Settings s) {
@@ -45,6 +47,10 @@ public record ServerSettings(
       throw s.invalid("http.host", "must not be empty");
     }
     String dir = s.string("workflows.dir");
+    String secretsKey = s.string("secrets.key");
+    if (!secretsKey.isEmpty() && !isKey(secretsKey)) {
+      throw s.invalid("secrets.key", "must be 32 bytes in base64, e.g. the output of `openssl rand -base64 32`");
+    }
     return new ServerSettings(
         host,
         s.integer("http.port", 0, 65535),
@@ -71,7 +77,17 @@ public record ServerSettings(
         s.integer("ratelimit.auth_failures_per_minute", 0, 1_000_000),
         s.integer("ratelimit.auth_failures_burst", 1, 1_000_000),
         Duration.ofHours(s.integer("idempotency.ttl_hours", 1, 24 * 365)),
+        secretsKey,
+        Path.of(s.string("secrets.key_file")),
         EngineSettings.from(s));
+  }
+
+  private static boolean isKey(String base64) {
+    try {
+      return java.util.Base64.getDecoder().decode(base64).length == 32;
+    } catch (IllegalArgumentException e) {
+      return false;
+    }
   }
 
   /** The limits these settings ask for (a rate of 0 turns a limit off). */

@@ -137,8 +137,14 @@ public final class Settings {
   }
 
   public SettingsException invalid(String key, String why) {
-    String shown = values.get(key).replace("\n", "\\n").replace("\r", "\\r");
+    // A secret's value is never shown, not even a wrong one: it may be the right one with a typo.
+    String shown = isSecret(key) ? "(hidden)" : values.get(key).replace("\n", "\\n").replace("\r", "\\r");
     return new SettingsException("invalid setting " + key + "='" + shown + "' (from "
         + sources.get(key) + "): " + why);
+  }
+
+  /** Settings whose values are secrets (passwords, keys): never printed. */
+  static boolean isSecret(String key) {
+    return key.endsWith("password") || key.endsWith(".key") || key.endsWith("api_key");
   }
 }

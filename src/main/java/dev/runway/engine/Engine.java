@@ -7,6 +7,7 @@ import dev.runway.db.Tx;
 import dev.runway.outbound.OutboundHttp;
 import dev.runway.run.Run;
 import dev.runway.run.RunDao;
+import dev.runway.secret.SecretSource;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -55,7 +56,8 @@ public final class Engine implements AutoCloseable {
   private final ConcurrentHashMap<String, Integer> callsByWorkspace = new ConcurrentHashMap<>();
   private volatile boolean running = true;
 
-  private Engine(Jdbi jdbi, GroupCommitter committer, EngineSettings settings, OutboundHttp outbound) {
+  private Engine(Jdbi jdbi, GroupCommitter committer, EngineSettings settings, SecretSource secrets,
+      OutboundHttp outbound) {
     this.jdbi = jdbi;
     this.committer = committer;
     this.settings = settings;
@@ -66,15 +68,16 @@ public final class Engine implements AutoCloseable {
       t.setDaemon(true);
       return t;
     });
-    this.runner = new StepRunner(committer, settings, new HttpStepCaller(outbound, settings.maxResponseBytes()),
-        owner, workers);
+    this.runner = new StepRunner(committer, settings,
+        new HttpStepCaller(outbound, secrets, settings.maxResponseBytes()), owner, workers);
     this.dispatcher = new Thread(this::dispatch, "runway-engine-dispatcher");
     this.dispatcher.setDaemon(true);
   }
 
   /** Starts the engine, calling tools through an outbound client made from the settings. */
-  public static Engine start(Jdbi jdbi, GroupCommitter committer, EngineSettings settings, boolean singleProcess) {
-    return start(jdbi, committer, settings, settings.outbound(null), singleProcess);
+  public static Engine start(Jdbi jdbi, GroupCommitter committer, EngineSettings settings, SecretSource secrets,
+      boolean singleProcess) {
+    return start(jdbi, committer, settings, secrets, settings.outbound(null), singleProcess);
   }
 
   /**
@@ -82,9 +85,9 @@ public final class Engine implements AutoCloseable {
    * no other instance shares the database, so leases left by a crash of this one are dropped at once
    * instead of waiting for them to run out.
    */
-  public static Engine start(Jdbi jdbi, GroupCommitter committer, EngineSettings settings, OutboundHttp outbound,
-      boolean singleProcess) {
-    Engine engine = new Engine(jdbi, committer, settings, outbound);
+  public static Engine start(Jdbi jdbi, GroupCommitter committer, EngineSettings settings, SecretSource secrets,
+      OutboundHttp outbound, boolean singleProcess) {
+    Engine engine = new Engine(jdbi, committer, settings, secrets, outbound);
     if (singleProcess) {
       int released = jdbi.withExtension(RunDao.class, RunDao::releaseAllLeases);
       if (released > 0) {

@@ -4,8 +4,11 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.runway.core.Json;
 import dev.runway.outbound.OutboundHttp;
+import dev.runway.secret.SecretReferences;
+import dev.runway.secret.SecretSource;
 import dev.runway.workflow.Step;
 import java.net.URI;
+import java.net.URLEncoder;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.LinkedHashMap;
@@ -15,10 +18,12 @@ import java.util.concurrent.CompletableFuture;
 /** Makes one attempt of an http step: the call to the caller's tool, and what came of it. */
 public final class HttpStepCaller {
   private final OutboundHttp http;
+  private final SecretSource secrets;
   private final int maxResponseBytes;
 
-  public HttpStepCaller(OutboundHttp http, int maxResponseBytes) {
+  public HttpStepCaller(OutboundHttp http, SecretSource secrets, int maxResponseBytes) {
     this.http = http;
+    this.secrets = secrets;
     this.maxResponseBytes = maxResponseBytes;
   }
 
@@ -41,11 +46,27 @@ public final class HttpStepCaller {
    * Calls the tool. The future always completes normally: whatever the tool answers, or however the
    * call fails, the attempt ends with an outcome the run can record.
    */
-  public CompletableFuture<Outcome> call(Step.Http step, ObjectNode body, String idempotencyKey) {
-    Map<String, String> headers = new LinkedHashMap<>(step.headers());
+  public CompletableFuture<Outcome> call(String workspaceId, Step.Http step, ObjectNode body, String idempotencyKey) {
+    // The workspace's secrets the step refers to, read now: their values live only in this call.
+    Map<String, String> values;
+    try {
+      values = secrets.values(workspaceId, step.secretNames());
+    } catch (SecretSource.Unavailable e) {
+      return CompletableFuture.completedFuture(Outcome.fail(null, e.getMessage()));
+    }
+    Map<String, String> headers = new LinkedHashMap<>();
+    for (Map.Entry<String, String> h : step.headers().entrySet()) {
+      String value = SecretReferences.resolve(h.getValue(), values, v -> v);
+      if (!Step.headerValue(value)) {
+        return CompletableFuture.completedFuture(Outcome.fail(null, "header " + h.getKey()
+            + ": a secret it refers to holds characters a header cannot carry (outside Latin-1)"));
+      }
+      headers.put(h.getKey(), value);
+    }
     headers.put("Content-Type", "application/json");
     headers.put("Idempotency-Key", idempotencyKey);
-    OutboundHttp.Call call = new OutboundHttp.Call(step.method(), URI.create(step.url()), headers,
+    URI uri = URI.create(SecretReferences.resolve(step.url(), values, v -> URLEncoder.encode(v, StandardCharsets.UTF_8)));
+    OutboundHttp.Call call = new OutboundHttp.Call(step.method(), uri, headers,
         step.method().equals("GET") ? null : Json.bytes(body), Duration.ofMillis(step.timeoutMs()), maxResponseBytes);
     return http.send(call).handle((answer, failure) -> {
       try {

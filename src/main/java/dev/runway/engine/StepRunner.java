@@ -82,7 +82,7 @@ final class StepRunner {
     int index = before.currentStep();
     Step.Http step = (Step.Http) before.definition().get(index);
     ObjectNode body = callBody(calling, index, before.currentAttempt(), before);
-    return caller.call(step, body, calling.id() + ":" + index)
+    return caller.call(calling.workspaceId(), step, body, calling.id() + ":" + index)
         .thenApplyAsync(outcome -> settle(calling, outcome), executor);
   }
 

@@ -5,6 +5,7 @@ import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.runway.http.ApiException;
 import dev.runway.http.JsonFields;
+import dev.runway.secret.SecretReferences;
 import java.net.URI;
 import java.net.URISyntaxException;
 import java.util.ArrayList;
@@ -21,10 +22,21 @@ public sealed interface Step permits Step.Http, Step.Approval, Step.Delay {
 
   String type();
 
-  /** Calls the caller's tool; 2xx completes the step, 5xx/time-outs/connection errors are retried. */
+  /**
+   * Calls the caller's tool; 2xx completes the step, 5xx/time-outs/connection errors are retried.
+   * {@code url} (in its query string) and header values may refer to workspace secrets as
+   * {@code {{secrets.NAME}}}, resolved only when the call is made.
+   */
   record Http(String url, String method, Map<String, String> headers, int timeoutMs, int maxAttempts) implements Step {
     public String type() {
       return "http";
+    }
+
+    /** The names of the secrets the call refers to. */
+    public Set<String> secretNames() {
+      Set<String> names = new java.util.LinkedHashSet<>(SecretReferences.names(url));
+      headers.values().forEach(v -> names.addAll(SecretReferences.names(v)));
+      return names;
     }
   }
 
@@ -92,11 +104,22 @@ public sealed interface Step permits Step.Http, Step.Approval, Step.Delay {
     if (node == null || !node.isTextual()) {
       throw ApiException.validation(param, param + " is required: an absolute http or https URL");
     }
+    String text = node.textValue();
+    String malformed = SecretReferences.malformed(text);
+    if (malformed != null) {
+      throw ApiException.validation(param, param + " holds a malformed secret reference '" + malformed
+          + "': write {{secrets.NAME}}, NAME " + SecretReferences.NAME_RULE);
+    }
+    int query = text.indexOf('?');
+    if (SecretReferences.refersToSecrets(query < 0 ? text : text.substring(0, query))) {
+      throw ApiException.validation(param, param + " may refer to secrets only in its query string "
+          + "(https://host/path?key={{secrets.NAME}})");
+    }
     try {
-      URI uri = new URI(node.textValue());
+      URI uri = new URI(SecretReferences.withStandIns(text));
       String scheme = uri.getScheme() == null ? "" : uri.getScheme().toLowerCase(Locale.ROOT);
-      if ((scheme.equals("http") || scheme.equals("https")) && uri.getHost() != null && node.textValue().length() <= 2000) {
-        return node.textValue();
+      if ((scheme.equals("http") || scheme.equals("https")) && uri.getHost() != null && text.length() <= 2000) {
+        return text;
       }
     } catch (URISyntaxException e) {
       // reported below
@@ -123,6 +146,12 @@ public sealed interface Step permits Step.Http, Step.Approval, Step.Delay {
       if (!e.getKey().matches("[A-Za-z0-9!#$%&'*+.^_`|~-]+") || !headerValue(e.getValue().textValue())) {
         throw ApiException.validation(param + "." + e.getKey(), param + " holds an invalid header name or value");
       }
+      String malformed = SecretReferences.malformed(e.getValue().textValue());
+      if (malformed != null) {
+        throw ApiException.validation(param + "." + e.getKey(), param + "." + e.getKey()
+            + " holds a malformed secret reference '" + malformed + "': write {{secrets.NAME}}, NAME "
+            + SecretReferences.NAME_RULE);
+      }
       String lower = e.getKey().toLowerCase(Locale.ROOT);
       if (Set.of("idempotency-key", "content-type", "content-length", "host", "connection", "upgrade", "expect",
           "transfer-encoding").contains(lower)) {
@@ -133,8 +162,8 @@ public sealed interface Step permits Step.Http, Step.Approval, Step.Delay {
     return out;
   }
 
-  /** RFC 9110 field-value characters (HTAB, SP, VCHAR, obs-text): what java.net.http accepts in a header. */
-  private static boolean headerValue(String value) {
+  /** RFC 9110 field-value characters (HTAB, SP, VCHAR, obs-text): what an HTTP client can send in a header. */
+  public static boolean headerValue(String value) {
     return value.chars().allMatch(c -> c == '\t' || c >= 0x20 && c != 0x7f && c <= 0xff);
   }
 

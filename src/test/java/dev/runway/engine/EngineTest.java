@@ -305,12 +305,13 @@ class EngineTest {
     EngineSettings defaults = EngineSettings.from(api.database().open().settings());
     assertFalse(defaults.allowPrivateNetworks(), "engine.http.allow_private_networks is off by default");
     try (ToolServer tool = ToolServer.start(); var strictClient = defaults.outbound(null)) {
-      HttpStepCaller strict = new HttpStepCaller(strictClient, defaults.maxResponseBytes());
+      HttpStepCaller strict = new HttpStepCaller(strictClient, api.services().secrets(), defaults.maxResponseBytes());
       ObjectNode body = Json.MAPPER.createObjectNode().put("run_id", "run_x");
       for (String url : List.of(tool.url("/tool"), "http://localhost:" + tool.port() + "/tool",
           "http://[::1]:" + tool.port() + "/tool", "http://10.1.2.3/tool", "http://192.168.1.1/tool",
           "http://169.254.169.254/latest/meta-data", "http://198.18.0.1/tool", "http://[64:ff9b::7f00:1]/tool")) {
-        HttpStepCaller.Outcome outcome = strict.call(new Step.Http(url, "POST", Map.of(), 5_000, 3), body, "run_x:0")
+        HttpStepCaller.Outcome outcome = strict.call(api.workspace, new Step.Http(url, "POST", Map.of(), 5_000, 3), body,
+            "run_x:0")
             .get(10, TimeUnit.SECONDS);
         assertFalse(outcome.succeeded(), url);
         assertFalse(outcome.retryable(), () -> "a refused address is not retried: " + url);
@@ -323,8 +324,9 @@ class EngineTest {
     EngineSettings open = EngineSettings.from(api.database().open().settings()
         .with("engine.http.allow_private_networks", "true"));
     try (ToolServer tool = ToolServer.start(); var openClient = open.outbound(null)) {
-      HttpStepCaller.Outcome outcome = new HttpStepCaller(openClient, open.maxResponseBytes())
-          .call(new Step.Http(tool.url("/tool"), "POST", Map.of(), 5_000, 3), Json.MAPPER.createObjectNode(), "run_x:0")
+      HttpStepCaller.Outcome outcome = new HttpStepCaller(openClient, api.services().secrets(), open.maxResponseBytes())
+          .call(api.workspace, new Step.Http(tool.url("/tool"), "POST", Map.of(), 5_000, 3),
+              Json.MAPPER.createObjectNode(), "run_x:0")
           .get(10, TimeUnit.SECONDS);
       assertTrue(outcome.succeeded(), outcome::toString);
       assertEquals(1, tool.calls().size());

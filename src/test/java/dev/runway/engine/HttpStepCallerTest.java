@@ -37,7 +37,8 @@ class HttpStepCallerTest {
 
   private HttpStepCaller.Outcome call(OutboundHttp client, String url, int timeoutMs) throws Exception {
     Step.Http step = new Step.Http(url, "POST", Map.of(), timeoutMs, 1);
-    return new HttpStepCaller(client, 65536).call(step, Json.MAPPER.createObjectNode(), "run_x:0").get(10, TimeUnit.SECONDS);
+    return new HttpStepCaller(client, (workspace, names) -> Map.of(), 65536)
+        .call("ws", step, Json.MAPPER.createObjectNode(), "run_x:0").get(10, TimeUnit.SECONDS);
   }
 
   /** A tool on 127.0.0.1 that answers every call with this status and body. */

@@ -17,6 +17,8 @@ import dev.runway.http.ApiException;
 import dev.runway.http.AuthHandler;
 import dev.runway.http.RequestBodies;
 import dev.runway.run.RunRoutes;
+import dev.runway.secret.SecretReferences;
+import dev.runway.secret.SecretRoutes;
 import dev.runway.workflow.Step;
 import dev.runway.workflow.WorkflowDefinition;
 import java.net.URI;
@@ -74,12 +76,14 @@ class RequestFuzzTest {
         assertTrue(METHODS.contains(http.method()), http.method());
         assertTrue(http.timeoutMs() >= 1 && http.timeoutMs() <= 300_000);
         assertTrue(http.maxAttempts() >= 1 && http.maxAttempts() <= 10);
-        // HttpStepCaller builds its request so when the run gets there; java.net.http must take the
-        // step as accepted (it throws IllegalArgumentException on a bad URI, header name or value).
-        HttpRequest.Builder request = HttpRequest.newBuilder(URI.create(http.url()))
+        // HttpStepCaller builds its request so when the run gets there, its secret references
+        // resolved: the URL must parse, and the header names and values be ones HTTP can carry
+        // (java.net.http checks both strictly: it throws IllegalArgumentException on a bad one).
+        HttpRequest.Builder request = HttpRequest.newBuilder(URI.create(SecretReferences.withStandIns(http.url())))
             .timeout(Duration.ofMillis(http.timeoutMs()));
-        http.headers().forEach(request::header);
+        http.headers().forEach((name, value) -> request.header(name, SecretReferences.withStandIns(value)));
         request.method(http.method(), HttpRequest.BodyPublishers.noBody()).build();
+        http.secretNames().forEach(name -> assertTrue(SecretReferences.NAME.matcher(name).matches(), name));
       } else if (step instanceof Step.Approval approval) {
         assertTrue(approval.timeoutSeconds() >= 1 && approval.timeoutSeconds() <= 31_536_000);
       } else if (step instanceof Step.Delay delay) {
@@ -91,6 +95,18 @@ class RequestFuzzTest {
     ObjectNode again = Json.MAPPER.createObjectNode();
     again.set("steps", stored);
     assertEquals(definition.parsedSteps(), WorkflowDefinition.parse(WORKFLOW_ID, again).parsedSteps());
+  }
+
+  /** PUT /v1/secrets/{name}: a required body {value}, 1-4096 printable characters. */
+  @FuzzTest(maxDuration = "30s")
+  void secretBody(byte[] body) {
+    String value = refusedOr(() -> SecretRoutes.value(RequestBodies.parseObject(body)));
+    if (value == null) {
+      return;
+    }
+    assertFalse(value.isEmpty());
+    assertTrue(value.length() <= 4096);
+    assertTrue(value.chars().allMatch(c -> c >= 0x20 && c != 0x7f), "a control character was accepted");
   }
 
   /** POST /v1/runs/{runId}/approve and /reject: an optional body {comment?}. */

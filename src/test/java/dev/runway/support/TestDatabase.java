@@ -67,7 +67,7 @@ public enum TestDatabase {
         .with("engine.retry_base_ms", "20")
         .with("engine.poll_interval_ms", "50"));
     Engine started = Engine.start(db.services().database().jdbi(), db.services().database().committer(),
-        EngineSettings.from(settings), this == H2);
+        EngineSettings.from(settings), db.services().secrets(), this == H2);
     engine = started;
     return started;
   }
@@ -81,7 +81,14 @@ public enum TestDatabase {
 
   /** Settings naming a new, empty database of this kind (H2 file or PostgreSQL schema). */
   public Settings settingsForFreshDatabase() {
+    Path keyDir;
+    try {
+      keyDir = Files.createTempDirectory("runway-secrets-");
+    } catch (java.io.IOException e) {
+      throw new IllegalStateException(e);
+    }
     Settings base = Settings.defaults()
+        .with("secrets.key_file", keyDir.resolve("secrets.key").toString())
         .with("http.port", "0")
         .with("http.request_log", "false")
         .with("workflows.dir", "")

@@ -38,7 +38,8 @@ import java.util.concurrent.atomic.AtomicInteger;
 public final class ToolServer implements AutoCloseable {
 
   /** One request the tool received. {@code body} is NullNode when it was empty or not JSON. */
-  public record Call(String method, String path, String idempotencyKey, JsonNode body, Instant at) {}
+  public record Call(String method, String path, String idempotencyKey, JsonNode body, Instant at,
+      Map<String, String> headers, String rawQuery) {}
 
   /** One scripted answer: status, JSON body, and how long to wait before answering. */
   public record Reply(int status, String body, Duration delay) {
@@ -126,8 +127,10 @@ public final class ToolServer implements AutoCloseable {
       Reply reply;
       int callNumber;
       synchronized (this) {
+        Map<String, String> headers = new HashMap<>();
+        exchange.getRequestHeaders().forEach((name, values) -> headers.put(name, values.get(0)));
         calls.add(new Call(exchange.getRequestMethod(), path, exchange.getRequestHeaders().getFirst("Idempotency-Key"),
-            parse(in), Instant.now()));
+            parse(in), Instant.now(), headers, exchange.getRequestURI().getRawQuery()));
         callNumber = (int) calls.stream().filter(c -> c.path().equals(path)).count();
         Deque<Reply> script = scripts.get(path);
         if (script == null || script.isEmpty()) {

@@ -1,0 +1,17 @@
+package dev.runway.secret;
+
+import java.util.Map;
+import java.util.Set;
+
+/** Where a call gets the values of the secrets it refers to. */
+public interface SecretSource {
+  /** The values of the named secrets of the workspace, every one of them, or {@link Unavailable}. */
+  Map<String, String> values(String workspaceId, Set<String> names) throws Unavailable;
+
+  /** A secret that is not set, or cannot be decrypted; the message names it, never a value. */
+  final class Unavailable extends Exception {
+    public Unavailable(String message) {
+      super(message, null, false, false);
+    }
+  }
+}
