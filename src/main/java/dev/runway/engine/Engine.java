@@ -54,6 +54,7 @@ public final class Engine implements AutoCloseable {
   private final Semaphore wakeUp = new Semaphore(0);
   private final AtomicInteger calls = new AtomicInteger();
   private final ConcurrentHashMap<String, Integer> callsByWorkspace = new ConcurrentHashMap<>();
+  private final CallMemory memory;
   private volatile boolean running = true;
 
   private Engine(Jdbi jdbi, GroupCommitter committer, EngineSettings settings, SecretSource secrets,
@@ -62,6 +63,7 @@ public final class Engine implements AutoCloseable {
     this.committer = committer;
     this.settings = settings;
     this.outbound = outbound;
+    this.memory = new CallMemory(settings.maxCallBytesInFlight(), settings.maxCallBytesInFlightPerWorkspace());
     AtomicInteger n = new AtomicInteger();
     this.workers = Executors.newFixedThreadPool(settings.workers(), r -> {
       Thread t = new Thread(r, "runway-engine-" + n.incrementAndGet());
@@ -135,8 +137,8 @@ public final class Engine implements AutoCloseable {
     Instant now = Time.now();
     int free = settings.maxCallsInFlight() - calls.get();
     Set<String> atTheirShare = callsByWorkspace.entrySet().stream()
-        .filter(e -> e.getValue() >= settings.maxCallsInFlightPerWorkspace()).map(Map.Entry::getKey)
-        .collect(Collectors.toSet());
+        .filter(e -> e.getValue() >= settings.maxCallsInFlightPerWorkspace() || memory.full(e.getKey()))
+        .map(Map.Entry::getKey).collect(Collectors.toSet());
     // Enough rows for the free places and a batch of moves without calls; not more, since every row
     // read is parsed, and most wake-ups come from a call that just ended.
     int limit = Math.min(BATCH, Math.max(32, free * 4));
@@ -145,27 +147,37 @@ public final class Engine implements AutoCloseable {
       return false;
     }
     List<Claim> claims = new ArrayList<>();
+    List<CallMemory.Reservation> rooms = new ArrayList<>();
     Map<String, Integer> takenNow = new HashMap<>();
     int callsLeft = free;
     for (Run run : due) {
       Claim claim = claim(run, now);
+      CallMemory.Reservation room = null;
       if (claim.call()) {
         int share = callsByWorkspace.getOrDefault(run.workspaceId(), 0) + takenNow.getOrDefault(run.workspaceId(), 0);
         if (callsLeft == 0 || share >= settings.maxCallsInFlightPerWorkspace()) {
           continue; // no place for its call now: the run stays due for a later round
         }
+        room = memory.reserve(run.workspaceId(), CallMemory.weight(claim.save(), settings.maxResponseBytes()));
+        if (room == null) {
+          continue; // no memory for its call now: likewise
+        }
         callsLeft--;
         takenNow.merge(run.workspaceId(), 1, Integer::sum);
       }
       claims.add(claim);
+      rooms.add(room);
     }
     List<CompletableFuture<Boolean>> saves = new ArrayList<>();
     for (Claim claim : claims) {
       saves.add(save(claim));
     }
     for (int i = 0; i < claims.size(); i++) {
-      if (won(saves.get(i), claims.get(i)) && claims.get(i).call()) {
-        startCall(claims.get(i).save());
+      boolean won = won(saves.get(i), claims.get(i));
+      if (won && claims.get(i).call()) {
+        startCall(claims.get(i).save(), rooms.get(i));
+      } else if (rooms.get(i) != null) {
+        rooms.get(i).release();
       }
     }
     // As many read as asked for, and something moved: more may be due at once.
@@ -209,11 +221,15 @@ public final class Engine implements AutoCloseable {
     }
   }
 
-  /** Sends the run's call; it holds a place in flight (its workspace's too) until the run waits or ends. */
-  private void startCall(Run run) {
+  /**
+   * Sends the run's call; it holds a place in flight (its workspace's too) and its room in memory
+   * until the run waits or ends.
+   */
+  private void startCall(Run run, CallMemory.Reservation room) {
     calls.incrementAndGet();
     callsByWorkspace.merge(run.workspaceId(), 1, Integer::sum);
-    runner.call(run).whenComplete((done, failure) -> {
+    runner.call(run, room).whenComplete((done, failure) -> {
+      room.release();
       if (failure != null) {
         // The lease runs out and the run is taken up again then.
         LOG.warn("engine failed on run {}: {}", run.id(), failure.toString());
@@ -227,6 +243,11 @@ public final class Engine implements AutoCloseable {
   /** Calls in flight now (for tests and operators). */
   public int callsInFlight() {
     return calls.get();
+  }
+
+  /** The memory the calls in flight hold now, as reserved (for tests and operators). */
+  public long callBytesInFlight() {
+    return memory.used();
   }
 
   private void sleepQuietly() {

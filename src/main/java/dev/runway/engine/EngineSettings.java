@@ -16,6 +16,7 @@ public record EngineSettings(
     int maxCallsInFlight,
     int maxCallsInFlightPerWorkspace,
     int maxCallsPerHost,
+    long maxCallBytesInFlight,
     boolean allowPrivateNetworks,
     int maxResponseBytes) {
 
@@ -30,8 +31,14 @@ public record EngineSettings(
         s.integer("engine.max_calls_in_flight", 1, 1_000_000),
         s.integer("engine.max_calls_in_flight_per_workspace", 1, 1_000_000),
         s.integer("engine.http.max_calls_per_host", 1, 1_000_000),
+        s.integer("engine.max_call_bytes_in_flight", 1_048_576, Integer.MAX_VALUE),
         s.bool("engine.http.allow_private_networks"),
         s.integer("engine.http.max_response_bytes", 1024, 16 * 1024 * 1024));
+  }
+
+  /** The memory one workspace's calls may hold: its share of the calls, of the memory too. */
+  public long maxCallBytesInFlightPerWorkspace() {
+    return maxCallBytesInFlight * maxCallsInFlightPerWorkspace / maxCallsInFlight;
   }
 
   /** The client for tools' calls these settings describe; {@code dns} null: the system's resolver. */

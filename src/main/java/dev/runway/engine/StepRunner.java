@@ -70,34 +70,42 @@ final class StepRunner {
    * run waits or ends. The future completes then; it fails only if a save failed (the lease runs out
    * and the run is taken up again).
    */
-  CompletableFuture<Void> call(Run calling) {
-    return CompletableFuture.supplyAsync(() -> callOnce(calling), executor)
+  CompletableFuture<Void> call(Run calling, CallMemory.Reservation room) {
+    return CompletableFuture.supplyAsync(() -> callOnce(calling, room), executor)
         .thenCompose(answered -> answered)
-        .thenCompose(next -> next == null ? CompletableFuture.completedFuture(null) : call(next));
+        .thenCompose(next -> next == null ? CompletableFuture.completedFuture(null) : call(next, room));
   }
 
   /** One call and the move it leads to; the run of the next call, or null when the run now waits or ended. */
-  private CompletableFuture<Run> callOnce(Run calling) {
+  private CompletableFuture<Run> callOnce(Run calling, CallMemory.Reservation room) {
     RunStateMachine before = new RunStateMachine(calling, calling.updatedAt());
     int index = before.currentStep();
     Step.Http step = (Step.Http) before.definition().get(index);
     ObjectNode body = callBody(calling, index, before.currentAttempt(), before);
     return caller.call(calling.workspaceId(), step, body, calling.id() + ":" + index)
-        .thenApplyAsync(outcome -> settle(calling, outcome), executor);
+        .thenApplyAsync(outcome -> settle(calling, outcome, room), executor);
   }
 
-  private Run settle(Run calling, HttpStepCaller.Outcome outcome) {
+  private Run settle(Run calling, HttpStepCaller.Outcome outcome, CallMemory.Reservation room) {
     RunStateMachine m = moveOn(calling, outcome);
-    boolean callAgain = planInstantMoves(m);
+    boolean callAgain = planInstantMoves(m) && hasRoom(m, room);
     Run next = callAgain ? leaseForCall(m) : m.toRun(null, null);
     if (next.steps().length() > MAX_STEPS_CHARS) {
       m = moveOn(calling, HttpStepCaller.Outcome.fail(outcome.httpStatus(), "HTTP " + outcome.httpStatus()
           + " but the answer cannot be kept: with it, the run's step outputs and attempts would take over "
           + MAX_STEPS_CHARS + " characters"));
-      callAgain = planInstantMoves(m);
+      callAgain = planInstantMoves(m) && hasRoom(m, room);
       next = callAgain ? leaseForCall(m) : m.toRun(null, null);
     }
     return save(next, m) && callAgain ? next : null;
+  }
+
+  /**
+   * Whether the run's next call fits in memory as the run now is (it grew by the answer). If not,
+   * the run is saved due and unleased, and a later claim makes the call when there is room.
+   */
+  private boolean hasRoom(RunStateMachine m, CallMemory.Reservation room) {
+    return room.resize(CallMemory.weight(m.toRun(null, null), settings.maxResponseBytes()));
   }
 
   /** The run after the outcome of its attempt in progress. */

@@ -217,6 +217,50 @@ class EngineIsolationTest {
   }
 
   /**
+   * Calls in flight hold memory (their run, their request, room for the answer), bounded in all and
+   * per workspace: a workspace whose runs carry large outputs gets only as many calls in flight as fit
+   * its share, and another workspace's run is still served at once.
+   */
+  @BothDatabases
+  void calls_in_flight_hold_at_most_their_memory_and_a_workspace_its_share(Api api) throws Exception {
+    String other = Api.newWorkspaceId();
+    String theirKey = api.keyIn(other, null, Scope.values());
+    try (ToolServer tool = ToolServer.start();
+         Engine engine = api.database().startEngine(s -> s.with("engine.max_call_bytes_in_flight", "4194304"))) {
+      tool.script("/big", Reply.json(200, "{\"blob\":\"" + "b".repeat(60_000) + "\"}"));
+      tool.script("/hang", Reply.json(200, "{}").after(Duration.ofSeconds(3)));
+      api.test(http -> {
+        workflow(http, "heavy", step(tool.url("/big"), 1) + "," + step(tool.url("/hang"), 1));
+        Http.Reply put = http.send("PUT", "/v1/workflows/quick", theirKey,
+            "{\"steps\":[" + step(tool.url("/quick"), 1) + "]}", "application/json");
+        assertEquals(201, put.status(), put::toString);
+        for (int i = 0; i < 60; i++) {
+          start(http, "heavy", api.key);
+        }
+        long waitUntil = System.nanoTime() + Duration.ofSeconds(5).toNanos();
+        long most = 0;
+        while (System.nanoTime() < waitUntil && tool.calls("/big").size() < 60) {
+          most = Math.max(most, engine.callBytesInFlight());
+          Thread.sleep(5);
+        }
+        Thread.sleep(300);
+        most = Math.max(most, engine.callBytesInFlight());
+        int hanging = tool.peakConcurrency(); // the hanging step's calls answered at once (the others are quick)
+        // Each call past the first step holds about 200 KB (the run, a request with the 60 KB output,
+        // room for the answer): the workspace's half of 4 MB fits about ten of them, not sixty.
+        assertTrue(hanging >= 5 && hanging <= 12, "calls in flight at the hanging step: " + hanging);
+        assertTrue(most <= 4_194_304, "memory held by calls in flight: " + most);
+
+        long t0 = System.nanoTime();
+        String quick = start(http, "quick", theirKey);
+        Runs.awaitStatus(http, theirKey, quick, "succeeded");
+        long ms = (System.nanoTime() - t0) / 1_000_000;
+        assertTrue(ms < 2_000, "another workspace's run took " + ms + " ms");
+      });
+    }
+  }
+
+  /**
    * A call waiting for its answer holds no thread: 200 runs whose tool answers after a second are
    * all called at once by an engine with 8 worker threads (they used to be called 8 at a time).
    */
