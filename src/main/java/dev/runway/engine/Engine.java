@@ -265,6 +265,7 @@ public final class Engine implements AutoCloseable {
   @Override
   public void close() {
     running = false;
+    runner.stop();
     wakeUp.release();
     try {
       // The dispatcher first: once it has stopped, no call starts any more.

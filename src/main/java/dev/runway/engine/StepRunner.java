@@ -38,6 +38,7 @@ final class StepRunner {
   private final HttpStepCaller caller;
   private final String owner;
   private final Executor executor;
+  private volatile boolean stopping;
 
   StepRunner(GroupCommitter committer, EngineSettings settings, HttpStepCaller caller, String owner, Executor executor) {
     this.committer = committer;
@@ -86,15 +87,23 @@ final class StepRunner {
         .thenApplyAsync(outcome -> settle(calling, outcome, room), executor);
   }
 
+  /**
+   * From now on, a run whose call has been answered is saved without starting its next call: the
+   * next start (or another instance) makes it, and no attempt is cut off by this stop.
+   */
+  void stop() {
+    stopping = true;
+  }
+
   private Run settle(Run calling, HttpStepCaller.Outcome outcome, CallMemory.Reservation room) {
     RunStateMachine m = moveOn(calling, outcome);
-    boolean callAgain = planInstantMoves(m) && hasRoom(m, room);
+    boolean callAgain = planInstantMoves(m) && !stopping && hasRoom(m, room);
     Run next = callAgain ? leaseForCall(m) : m.toRun(null, null);
     if (next.steps().length() > MAX_STEPS_CHARS) {
       m = moveOn(calling, HttpStepCaller.Outcome.fail(outcome.httpStatus(), "HTTP " + outcome.httpStatus()
           + " but the answer cannot be kept: with it, the run's step outputs and attempts would take over "
           + MAX_STEPS_CHARS + " characters"));
-      callAgain = planInstantMoves(m) && hasRoom(m, room);
+      callAgain = planInstantMoves(m) && !stopping && hasRoom(m, room);
       next = callAgain ? leaseForCall(m) : m.toRun(null, null);
     }
     return save(next, m) && callAgain ? next : null;
