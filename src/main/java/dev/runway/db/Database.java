@@ -30,15 +30,18 @@ public final class Database implements AutoCloseable {
   private final HikariDataSource ownedPool;
   private final Jdbi jdbi;
   private final boolean h2;
+  /** The embedded H2 file behind the pool Runway opened, if that is the database; null otherwise. */
+  private final H2FileDatabase h2File;
   private final GroupCommitter committer;
   private boolean prepared; // guarded by this
   private volatile H2Housekeeping housekeeping;
 
-  private Database(DataSource dataSource, HikariDataSource ownedPool, boolean h2) {
+  private Database(DataSource dataSource, HikariDataSource ownedPool, boolean h2, H2FileDatabase h2File) {
     this.dataSource = new FailFastDataSource(dataSource, FAIL_FAST_MILLIS);
     this.ownedPool = ownedPool;
     this.jdbi = Jdbi.create(this.dataSource).installPlugin(new SqlObjectPlugin());
     this.h2 = h2;
+    this.h2File = h2File;
     // Several Runway instances may write to one PostgreSQL, never to one H2 file.
     this.committer = new GroupCommitter(jdbi, !h2, 10_000);
   }
@@ -54,11 +57,27 @@ public final class Database implements AutoCloseable {
    * second to open after a long load.
    */
   public static Database opening(ServerSettings settings) {
+    return fromSettings(settings);
+  }
+
+  /**
+   * The pool, not connected yet. An H2 file with an empty db.password gets its generated password
+   * here (see {@link H2FileDatabase#password}); that reads a file, and only a database made before
+   * Runway generated passwords is connected to, once, to set one.
+   */
+  private static Database fromSettings(ServerSettings settings) {
+    if (settings.isH2()) {
+      H2FileDatabase.keepServersOnLoopback(); // before H2 starts: it reads the setting once
+    }
+    H2FileDatabase h2File = H2FileDatabase.of(settings.dbUrl()).orElse(null);
+    String password = h2File != null && settings.dbPassword().isEmpty()
+        ? h2File.password(settings.dbUrl(), settings.dbUser())
+        : settings.dbPassword();
     HikariConfig config = new HikariConfig();
     config.setPoolName("runway");
     config.setJdbcUrl(settings.dbUrl());
     config.setUsername(settings.dbUser());
-    config.setPassword(settings.dbPassword());
+    config.setPassword(password);
     config.setMaximumPoolSize(settings.dbPoolSize());
     config.setConnectionTimeout(settings.dbConnectionTimeoutMs());
     config.setExceptionOverrideClassName(EvictBrokenConnections.class.getName());
@@ -69,7 +88,7 @@ public final class Database implements AutoCloseable {
     // Start even when the database is briefly away; requests answer 503 until it is back.
     config.setInitializationFailTimeout(-1);
     HikariDataSource pool = new HikariDataSource(config);
-    return new Database(pool, pool, settings.dbUrl().startsWith("jdbc:h2:"));
+    return new Database(pool, pool, settings.isH2(), h2File);
   }
 
   /** Uses a DataSource the embedding program owns; it is not closed with the Database. */
@@ -80,7 +99,7 @@ public final class Database implements AutoCloseable {
     } catch (SQLException e) {
       throw new DatabaseUnavailableException("cannot open the database: " + e.getMessage(), e);
     }
-    return new Database(dataSource, null, h2).prepared();
+    return new Database(dataSource, null, h2, null).prepared();
   }
 
   /** This database, prepared; closed if that fails (the commit thread must not outlive it). */
@@ -108,7 +127,9 @@ public final class Database implements AutoCloseable {
         configureH2(c);
       }
     } catch (SQLException e) {
-      throw new DatabaseUnavailableException("cannot open the database: " + e.getMessage(), e);
+      throw new DatabaseUnavailableException("cannot open the database: "
+          + SqlErrors.loginRefusal(e).map(refused -> "the login was refused: " + refused.getMessage())
+              .orElse(e.getMessage()), e);
     }
     if (!schemaIsCurrent(pool)) {
       Flyway.configure()
@@ -117,6 +138,9 @@ public final class Database implements AutoCloseable {
           .locations("classpath:db/migration", h2 ? "classpath:db/vendor/h2" : "classpath:db/vendor/postgresql")
           .load()
           .migrate();
+    }
+    if (h2File != null) {
+      h2File.restrictPermissions();
     }
     if (h2) {
       housekeeping = new H2Housekeeping(pool);
@@ -172,15 +196,16 @@ public final class Database implements AutoCloseable {
   /**
    * The first connection, waited for up to {@link #STARTUP_PATIENCE}: after a crash H2 needs a few
    * seconds to see that the old process's lock file is stale, and a database may start slower
-   * than Runway. Requests later wait only db.connection_timeout_ms.
+   * than Runway. Requests later wait only db.connection_timeout_ms. A refused login will not
+   * change by waiting: it fails at once.
    */
-  private static Connection firstConnection(DataSource dataSource) throws SQLException {
+  static Connection firstConnection(DataSource dataSource) throws SQLException {
     long deadline = System.nanoTime() + STARTUP_PATIENCE.toNanos();
     while (true) {
       try {
         return dataSource.getConnection();
       } catch (SQLException e) {
-        if (!SqlErrors.isUnavailable(e) || System.nanoTime() > deadline) {
+        if (!SqlErrors.isUnavailable(e) || SqlErrors.isLoginRefused(e) || System.nanoTime() > deadline) {
           throw e;
         }
         LoggerFactory.getLogger(Database.class).info("waiting for the database: {}", e.getMessage());

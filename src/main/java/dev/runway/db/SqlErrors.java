@@ -4,6 +4,7 @@ import java.sql.SQLException;
 import java.sql.SQLNonTransientConnectionException;
 import java.sql.SQLRecoverableException;
 import java.sql.SQLTransientConnectionException;
+import java.util.Optional;
 import java.util.function.Supplier;
 import org.jdbi.v3.core.JdbiException;
 
@@ -40,6 +41,24 @@ public final class SqlErrors {
       }
     }
     return false;
+  }
+
+  /**
+   * The driver's exception when the database refused the login (SQLState class 28: wrong user or
+   * password), or empty. The innermost: the pool's wrapper has the state but not the driver's words.
+   */
+  public static Optional<SQLException> loginRefusal(Throwable e) {
+    SQLException refusal = null;
+    for (Throwable t = e; t != null; t = t.getCause()) {
+      if (t instanceof SQLException sql && sql.getSQLState() != null && sql.getSQLState().startsWith("28")) {
+        refusal = sql;
+      }
+    }
+    return Optional.ofNullable(refusal);
+  }
+
+  public static boolean isLoginRefused(Throwable e) {
+    return loginRefusal(e).isPresent();
   }
 
   /** Runs the work, once more if it lost an insert race (a unique violation); the retry sees the winner's row. */

@@ -11,6 +11,7 @@ import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
+import java.nio.file.Files;
 import java.sql.Connection;
 import java.sql.DriverManager;
 import java.sql.ResultSet;
@@ -33,7 +34,7 @@ class H2HousekeepingTest {
   void old_chunks_are_rewritten_so_the_file_does_not_keep_one_chunk_per_commit() throws Exception {
     Settings settings = TestDatabase.H2.settingsForFreshDatabase();
     String url = settings.asMap().get("db.url");
-    try (Runway runway = Runway.start(settings); Connection c = DriverManager.getConnection(url, "sa", "")) {
+    try (Runway runway = Runway.start(settings); Connection c = connectBeside(url)) {
       String key = runway.keys().create("hk", "load", List.of(Scope.values()), null, null).key();
       HttpClient client = HttpClient.newHttpClient();
       assertEquals(201, send(client, runway.port(), "PUT", "/v1/workflows/hello", key, "{\"name\":\"Hello\"}"));
@@ -88,11 +89,17 @@ class H2HousekeepingTest {
   void a_started_server_has_made_h2_write_every_commit_keep_a_small_page_cache_and_few_old_chunks() throws Exception {
     Settings settings = TestDatabase.H2.settingsForFreshDatabase();
     String url = settings.asMap().get("db.url");
-    try (Runway runway = Runway.start(settings); Connection c = DriverManager.getConnection(url, "sa", "")) {
+    try (Runway runway = Runway.start(settings); Connection c = connectBeside(url)) {
       assertEquals("0", setting(c, "WRITE_DELAY"), "a commit is in the file before its 200");
       assertEquals("1024", setting(c, "CACHE_SIZE"), "H2's page cache, in KB");
       assertEquals("5000", setting(c, "RETENTION_TIME"), "how long H2 keeps a chunk it no longer needs, in ms");
     }
+  }
+
+  /** A connection of the test's own to the database the server opened, with the password Runway generated for it. */
+  private static Connection connectBeside(String url) throws Exception {
+    String password = Files.readString(H2FileDatabase.of(url).orElseThrow().passwordFile()).strip();
+    return DriverManager.getConnection(url, "sa", password);
   }
 
   private static String setting(Connection c, String name) throws SQLException {
