@@ -5,6 +5,9 @@ import dev.runway.config.ServerSettings;
 import dev.runway.config.Settings;
 import dev.runway.config.SettingsException;
 import dev.runway.db.Database;
+import dev.runway.db.DatabaseInUseException;
+import io.javalin.util.JavalinBindException;
+import java.net.BindException;
 import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -20,6 +23,13 @@ public final class Main {
       settings: config/runway.properties, overridden by RUNWAY_* environment variables""";
 
   private static final String JETTY_REFERENCES_PER_CACHE_LINE = "org.eclipse.jetty.util.referencesPerCacheLine";
+  /**
+   * Start-ups that another process stands in the way of, each with one line on stderr. Besides these:
+   * 0 stopped cleanly, 1 start-up or stop failed, 2 bad setting or usage; 3 is the JVM's own exit
+   * on OutOfMemoryError (config/jvm.options).
+   */
+  static final int EXIT_DATABASE_IN_USE = 4;
+  static final int EXIT_CANNOT_LISTEN = 5;
 
   private Main() {}
 
@@ -45,11 +55,20 @@ public final class Main {
   private static void serve(Settings settings) {
     skipJettysJmxProbe();
     Logger log = LoggerFactory.getLogger(Main.class);
+    ServerSettings s = ServerSettings.from(settings);
     Runway runway;
     try {
       runway = Runway.start(settings);
     } catch (SettingsException e) {
       throw e;
+    } catch (DatabaseInUseException e) {
+      System.err.println("runway: " + e.getMessage());
+      System.exit(EXIT_DATABASE_IN_USE);
+      return;
+    } catch (JavalinBindException e) {
+      System.err.println("runway: cannot listen on " + s.httpHost() + ":" + s.httpPort() + ": " + whyNotListening(e));
+      System.exit(EXIT_CANNOT_LISTEN);
+      return;
     } catch (RuntimeException e) {
       log.error("start-up failed", e);
       System.err.println("runway: start-up failed: " + e.getMessage());
@@ -59,7 +78,7 @@ public final class Main {
     // SIGTERM (and Ctrl-C) stop the server cleanly and exit 0; the JVM's default would exit 143.
     AtomicBoolean stopping = new AtomicBoolean();
     for (String signal : new String[] {"TERM", "INT"}) {
-      Signal.handle(new Signal(signal), s -> {
+      Signal.handle(new Signal(signal), received -> {
         if (stopping.compareAndSet(false, true)) {
           stopInForeground(runway, log, "SIG" + signal);
         } else {
@@ -67,7 +86,6 @@ public final class Main {
         }
       });
     }
-    ServerSettings s = ServerSettings.from(settings);
     String base = "http://" + (s.httpHost().equals("0.0.0.0") ? "127.0.0.1" : s.httpHost()) + ":" + runway.port();
     log.info("Runway listening on {} (database {})", base, s.dbUrl().split("[?;]", 2)[0]);
     runway.firstAdminKey().ifPresent(key -> System.out.println("""
@@ -88,6 +106,18 @@ public final class Main {
         More keys: ./run.sh keys create --workspace default --scopes runs:write,runs:read --name ci
         ==============================================================================
         """.formatted(key, base, key)));
+  }
+
+  /** Why the HTTP server could not bind its port, in words that say which setting to change. */
+  static String whyNotListening(Throwable e) {
+    for (Throwable t = e; t != null; t = t.getCause()) {
+      if (t instanceof BindException bind && bind.getMessage() != null) {
+        return bind.getMessage().startsWith("Address already in use")
+            ? "the port is in use (set http.port or RUNWAY_HTTP_PORT)"
+            : bind.getMessage() + " (check http.host and http.port)";
+      }
+    }
+    return e.getMessage();
   }
 
   /**
@@ -145,6 +175,9 @@ public final class Main {
     } catch (IllegalArgumentException e) {
       System.err.println("runway: " + e.getMessage() + "\n" + KeysCommand.USAGE);
       return 2;
+    } catch (DatabaseInUseException e) {
+      System.err.println("runway: " + e.getMessage());
+      return EXIT_DATABASE_IN_USE;
     }
   }
 }

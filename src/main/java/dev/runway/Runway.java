@@ -17,6 +17,7 @@ import java.util.concurrent.CompletionException;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicReference;
 import javax.sql.DataSource;
 import org.slf4j.Logger;
@@ -66,11 +67,11 @@ public final class Runway implements AutoCloseable {
   }
 
   /**
-   * The HTTP server starts on a thread of its own while this one does the start's database work:
-   * it opens the database (most of a second for an H2 file after a long load), starts the engine,
-   * makes the first admin key and loads the workflow files. On two cores the overlap takes a
-   * quarter to a third of a second off the start. The server listens as soon as it can but answers
-   * 503 (and /readyz "starting") until everything is done.
+   * The HTTP server starts on a thread of its own while this one opens the database (most of a
+   * second for an H2 file after a long load); once it listens, this one starts the engine, makes
+   * the first admin key and loads the workflow files. On two cores the overlap takes a quarter to a
+   * third of a second off the start. The server listens as soon as it can but answers 503 (and
+   * /readyz "starting") until everything is done.
    */
   private static Runway start(ServerSettings settings, Database database) {
     AtomicReference<Engine> engine = new AtomicReference<>();
@@ -81,10 +82,16 @@ public final class Runway implements AutoCloseable {
       }
     });
     InFlightLimit inFlight = InFlightLimit.untilReady(settings.maxInFlight(), settings.maxInFlightPerKey());
-    CompletableFuture<Javalin> http = CompletableFuture.supplyAsync(
-        () -> RunwayApp.create(services, settings, inFlight).start(), task -> new Thread(task, "runway-start").start());
+    AtomicBoolean failed = new AtomicBoolean();
+    CompletableFuture<Javalin> http = CompletableFuture.supplyAsync(() -> {
+      Javalin created = RunwayApp.create(services, settings, inFlight);
+      return failed.get() ? created : created.start(); // a start that failed meanwhile does not listen
+    }, task -> new Thread(task, "runway-start").start());
     try {
       database.prepare();
+      // Listening before the engine and the first admin key: a port in use stops the start before
+      // it runs a step or makes a key it would never show.
+      Javalin app = joinStart(http);
       if (settings.engine().enabled()) {
         engine.set(Engine.start(database.jdbi(), database.committer(), settings.engine(), services.secrets(),
             database.isSingleProcess()));
@@ -97,7 +104,6 @@ public final class Runway implements AutoCloseable {
       if (!loaded.isEmpty()) {
         LOG.info("loaded workflows {} from {} into workspace {}", loaded, settings.workflowsDir(), DEFAULT_WORKSPACE);
       }
-      Javalin app = joinStart(http);
       ScheduledExecutorService housekeeping = Executors.newSingleThreadScheduledExecutor(r -> {
         Thread t = new Thread(r, "runway-housekeeping");
         t.setDaemon(true);
@@ -107,6 +113,7 @@ public final class Runway implements AutoCloseable {
       inFlight.ready();
       return new Runway(services, app, inFlight, settings.shutdownGrace(), engine.get(), housekeeping, adminKey);
     } catch (RuntimeException e) {
+      failed.set(true);
       try {
         http.join().stop();
       } catch (CompletionException httpFailed) {

@@ -32,32 +32,40 @@ public final class Database implements AutoCloseable {
   private final boolean h2;
   /** The embedded H2 file behind the pool Runway opened, if that is the database; null otherwise. */
   private final H2FileDatabase h2File;
+  /** Refuse an H2 file another process holds (a server must have it alone; a keys command need not). */
+  private final boolean alone;
   private final GroupCommitter committer;
   private boolean prepared; // guarded by this
   private volatile H2Housekeeping housekeeping;
 
-  private Database(DataSource dataSource, HikariDataSource ownedPool, boolean h2, H2FileDatabase h2File) {
+  private Database(DataSource dataSource, HikariDataSource ownedPool, boolean h2, H2FileDatabase h2File,
+      boolean alone) {
     this.dataSource = new FailFastDataSource(dataSource, FAIL_FAST_MILLIS);
     this.ownedPool = ownedPool;
     this.jdbi = Jdbi.create(this.dataSource).installPlugin(new SqlObjectPlugin());
     this.h2 = h2;
     this.h2File = h2File;
+    this.alone = alone;
     // Several Runway instances may write to one PostgreSQL, never to one H2 file.
     this.committer = new GroupCommitter(jdbi, !h2, 10_000);
   }
 
-  /** Opens a pool from the settings, makes H2 durable and applies the migrations. */
+  /**
+   * Opens a pool from the settings, makes H2 durable and applies the migrations. An H2 file that a
+   * running server holds is used through that server (AUTO_SERVER): this is for the keys command.
+   */
   public static Database open(ServerSettings settings) {
-    return opening(settings).prepared();
+    return fromSettings(settings, false).prepared();
   }
 
   /**
-   * The pool from the settings, before any connection: {@link #prepare} connects and migrates.
-   * Runway's start sets up its HTTP server meanwhile; an H2 file with many chunks takes most of a
-   * second to open after a long load.
+   * The pool from the settings for a server, before any connection: {@link #prepare} connects and
+   * migrates. Runway's start sets up its HTTP server meanwhile; an H2 file with many chunks takes
+   * most of a second to open after a long load. An H2 file another process holds is refused in
+   * {@link #prepare} ({@link DatabaseInUseException}).
    */
   public static Database opening(ServerSettings settings) {
-    return fromSettings(settings);
+    return fromSettings(settings, true);
   }
 
   /**
@@ -65,7 +73,7 @@ public final class Database implements AutoCloseable {
    * here (see {@link H2FileDatabase#password}); that reads a file, and only a database made before
    * Runway generated passwords is connected to, once, to set one.
    */
-  private static Database fromSettings(ServerSettings settings) {
+  private static Database fromSettings(ServerSettings settings, boolean alone) {
     if (settings.isH2()) {
       H2FileDatabase.keepServersOnLoopback(); // before H2 starts: it reads the setting once
     }
@@ -88,7 +96,7 @@ public final class Database implements AutoCloseable {
     // Start even when the database is briefly away; requests answer 503 until it is back.
     config.setInitializationFailTimeout(-1);
     HikariDataSource pool = new HikariDataSource(config);
-    return new Database(pool, pool, settings.isH2(), h2File);
+    return new Database(pool, pool, settings.isH2(), h2File, alone);
   }
 
   /** Uses a DataSource the embedding program owns; it is not closed with the Database. */
@@ -99,7 +107,7 @@ public final class Database implements AutoCloseable {
     } catch (SQLException e) {
       throw new DatabaseUnavailableException("cannot open the database: " + e.getMessage(), e);
     }
-    return new Database(dataSource, null, h2, null).prepared();
+    return new Database(dataSource, null, h2, null, false).prepared();
   }
 
   /** This database, prepared; closed if that fails (the commit thread must not outlive it). */
@@ -115,7 +123,8 @@ public final class Database implements AutoCloseable {
 
   /**
    * Connects (waiting for the database up to a while, see {@link #firstConnection}), makes H2
-   * durable and applies the migrations; does nothing once done.
+   * durable and applies the migrations; does nothing once done. For a server ({@link #opening}),
+   * an H2 file another process holds is refused before anything is changed.
    */
   public synchronized void prepare() {
     if (prepared) {
@@ -123,10 +132,16 @@ public final class Database implements AutoCloseable {
     }
     DataSource pool = dataSource.pool();
     try (Connection c = firstConnection(pool)) {
+      if (alone && h2File != null && H2FileDatabase.isReachedThroughAutoServer(c)) {
+        throw new DatabaseInUseException(h2File.shownName());
+      }
       if (h2) {
         configureH2(c);
       }
     } catch (SQLException e) {
+      if (h2File != null && SqlErrors.isH2FileInUse(e)) {
+        throw new DatabaseInUseException(h2File.shownName()); // held by a process without AUTO_SERVER
+      }
       throw new DatabaseUnavailableException("cannot open the database: "
           + SqlErrors.loginRefusal(e).map(refused -> "the login was refused: " + refused.getMessage())
               .orElse(e.getMessage()), e);
@@ -196,8 +211,8 @@ public final class Database implements AutoCloseable {
   /**
    * The first connection, waited for up to {@link #STARTUP_PATIENCE}: after a crash H2 needs a few
    * seconds to see that the old process's lock file is stale, and a database may start slower
-   * than Runway. Requests later wait only db.connection_timeout_ms. A refused login will not
-   * change by waiting: it fails at once.
+   * than Runway. Requests later wait only db.connection_timeout_ms. A refused login, or an H2 file
+   * another process holds, will not change by waiting: those fail at once.
    */
   static Connection firstConnection(DataSource dataSource) throws SQLException {
     long deadline = System.nanoTime() + STARTUP_PATIENCE.toNanos();
@@ -205,7 +220,8 @@ public final class Database implements AutoCloseable {
       try {
         return dataSource.getConnection();
       } catch (SQLException e) {
-        if (!SqlErrors.isUnavailable(e) || SqlErrors.isLoginRefused(e) || System.nanoTime() > deadline) {
+        if (!SqlErrors.isUnavailable(e) || SqlErrors.isLoginRefused(e) || SqlErrors.isH2FileInUse(e)
+            || System.nanoTime() > deadline) {
           throw e;
         }
         LoggerFactory.getLogger(Database.class).info("waiting for the database: {}", e.getMessage());

@@ -61,6 +61,16 @@ public final class SqlErrors {
     return loginRefusal(e).isPresent();
   }
 
+  /** An H2 file another process has open, without AUTO_SERVER to share it (H2's error 90020). */
+  public static boolean isH2FileInUse(Throwable e) {
+    for (Throwable t = e; t != null; t = t.getCause()) {
+      if (t instanceof SQLException sql && "90020".equals(sql.getSQLState())) {
+        return true;
+      }
+    }
+    return false;
+  }
+
   /** Runs the work, once more if it lost an insert race (a unique violation); the retry sees the winner's row. */
   public static <T> T retryOnUniqueViolation(Supplier<T> work) {
     try {
