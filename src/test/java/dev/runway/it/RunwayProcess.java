@@ -7,7 +7,6 @@ import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -61,15 +60,17 @@ final class RunwayProcess {
     cmd.addAll(List.of(args));
     ProcessBuilder pb = new ProcessBuilder(cmd).directory(workDir.toFile());
     pb.environment().putAll(env);
+    // Both to files: reading a pipe to its end would wait for ever on a process that does not exit.
+    Path out = Files.createTempFile(workDir, "command", ".out");
     Path err = Files.createTempFile(workDir, "command", ".err");
+    pb.redirectOutput(out.toFile());
     pb.redirectError(err.toFile());
     Process p = pb.start();
-    String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
     if (!p.waitFor(seconds, java.util.concurrent.TimeUnit.SECONDS)) {
       p.destroyForcibly().waitFor();
       throw new IllegalStateException("runway " + String.join(" ", args) + " still running after " + seconds + " s");
     }
-    return new Result(p.exitValue(), out, Files.readString(err));
+    return new Result(p.exitValue(), Files.readString(out), Files.readString(err));
   }
 
   /** Runs the server with some environment variables changed, expecting it to stop by itself (bad settings). */
