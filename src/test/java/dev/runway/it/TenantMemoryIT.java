@@ -119,7 +119,9 @@ class TenantMemoryIT {
         assertEquals(200, ready.statusCode(), ready.body());
         assertFalse(server.logged("OutOfMemoryError"), server.log());
         assertTrue(waiting > 10 && waiting < 150, "calls waiting at once, bounded by their memory: " + waiting);
-        assertTrue(during - before < 48 * 1024, "live heap grew from " + before + " KB to " + during + " KB");
+        // Unbounded, these calls would hold about 180 MB; bounded, the live heap grows by what the
+        // calls in flight may hold (16 MB of estimates for one workspace) and what H2 keeps, 25-40 MB.
+        assertTrue(during - before < 64 * 1024, "live heap grew from " + before + " KB to " + during + " KB");
       } finally {
         server.stop();
       }
