@@ -66,7 +66,7 @@ public final class RunwayApp {
         server.addBean(connections);
         // Bodies are received before Javalin (and the limits of requests in flight) sees a request.
         server.insertHandler(new BufferedBodies(settings.maxBodyBytes(), settings.bodyTimeout().toMillis(),
-            settings.maxPendingBodiesPerKey(), settings.maxPendingBodyBytes(), AuthHandler.keyIdOf(services.keys())));
+            settings.maxPendingBodiesPerKey(), settings.maxPendingBodyBytes(), AuthHandler.callerOf(services.keys())));
       });
       config.jetty.modifyServletContextHandler(context -> context.setErrorHandler(new JettyErrors()));
       if (settings.requestLog()) {

@@ -10,6 +10,8 @@ import java.util.Map;
 /** The before-handler of every matched /v1 route: finds the caller from the bearer key and checks the route's scope. */
 public final class AuthHandler {
   private static final String ATTRIBUTE = "runway.principal";
+  /** The caller, as found from the headers before the body was received (see BufferedBodies). */
+  static final String FOUND_BEFORE_BODY = "runway.principal_before_body";
   private final ApiKeyService keys;
   private final RateLimits limits;
   private final InFlightLimit inFlight;
@@ -24,9 +26,11 @@ public final class AuthHandler {
     if (ctx.routeRoles().isEmpty()) {
       return; // an open route: /healthz, /readyz
     }
-    Principal principal;
+    Principal principal = ctx.attribute(FOUND_BEFORE_BODY);
     try {
-      principal = authenticate(ctx.header("Authorization"));
+      if (principal == null) {
+        principal = authenticate(ctx.header("Authorization"));
+      }
     } catch (ApiException e) {
       if ("invalid_api_key".equals(e.code())) {
         limits.authenticationFailed(ctx, e);
@@ -81,14 +85,13 @@ public final class AuthHandler {
   }
 
   /**
-   * The id of the valid key an Authorization header carries, or null (no header, malformed, unknown,
-   * revoked, expired): for deciding, from the headers alone, whether a request's body is worth receiving.
+   * The caller a request's Authorization header names, or null (no header, malformed, unknown,
+   * revoked, expired key): for deciding, from the headers alone, whether its body is worth receiving.
    */
-  public static java.util.function.Function<String, String> keyIdOf(ApiKeyService keys) {
+  public static java.util.function.Function<String, Principal> callerOf(ApiKeyService keys) {
     return header -> {
       try {
-        Principal principal = keys.authenticate(bearerToken(header)).principal();
-        return principal == null ? null : principal.keyId();
+        return keys.authenticate(bearerToken(header)).principal();
       } catch (ApiException refused) {
         return null;
       } catch (RuntimeException databaseDown) {

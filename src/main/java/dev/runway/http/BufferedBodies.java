@@ -8,6 +8,7 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Function;
+import dev.runway.auth.Principal;
 import org.eclipse.jetty.http.HttpHeader;
 import org.eclipse.jetty.http.HttpStatus;
 import org.eclipse.jetty.io.Content;
@@ -38,18 +39,18 @@ public final class BufferedBodies extends Handler.Wrapper {
   private final long timeoutMillis;
   private final int maxPendingPerKey;
   private final long maxPendingBytes;
-  private final Function<String, String> keyIdOf;
+  private final Function<String, Principal> callerOf;
   private final ConcurrentHashMap<String, AtomicInteger> pendingByKey = new ConcurrentHashMap<>();
   private final AtomicLong pendingBytes = new AtomicLong();
 
-  /** {@code keyIdOf} gives the id of the valid API key an Authorization header carries, or null. */
+  /** {@code callerOf} gives the caller whose valid API key an Authorization header carries, or null. */
   public BufferedBodies(int maxBytes, long timeoutMillis, int maxPendingPerKey, long maxPendingBytes,
-      Function<String, String> keyIdOf) {
+      Function<String, Principal> callerOf) {
     this.maxBytes = maxBytes;
     this.timeoutMillis = timeoutMillis;
     this.maxPendingPerKey = maxPendingPerKey;
     this.maxPendingBytes = maxPendingBytes;
-    this.keyIdOf = keyIdOf;
+    this.callerOf = callerOf;
   }
 
   @Override
@@ -63,11 +64,12 @@ public final class BufferedBodies extends Handler.Wrapper {
       Response.writeError(request, response, callback, HttpStatus.PAYLOAD_TOO_LARGE_413, tooLarge());
       return true;
     }
-    String keyId = keyIdOf.apply(request.getHeaders().get(HttpHeader.AUTHORIZATION));
-    if (keyId == null) {
+    Principal caller = callerOf.apply(request.getHeaders().get(HttpHeader.AUTHORIZATION));
+    if (caller == null) {
       return super.handle(request, response, callback);
     }
-    new Receiver(request, response, callback, keyId).receive();
+    request.setAttribute(AuthHandler.FOUND_BEFORE_BODY, caller); // not looked up twice
+    new Receiver(request, response, callback, caller.keyId()).receive();
     return true;
   }
 

@@ -57,15 +57,19 @@ public final class InFlightLimit {
     ctx.attribute(ADMITTED, Boolean.TRUE);
   }
 
-  /** Once the caller's key is known: 429 if that key has {@code maxPerKey} requests in flight already. */
+  /**
+   * Once the caller's key is known: 429 if that key has {@code maxPerKey} requests in flight already.
+   * A key's counter stays once made (counters exist only for valid keys, so there are as many as
+   * keys): removing it at zero took a lock on every request.
+   */
   void enterForKey(Context ctx, String keyId) {
     AtomicInteger count = byKey.computeIfAbsent(keyId, k -> new AtomicInteger());
     if (count.incrementAndGet() > maxPerKey) {
-      leaveKey(keyId);
+      count.decrementAndGet();
       throw new ApiException(429, "rate_limited", "this API key has " + maxPerKey
           + " requests in flight already; send more once some have been answered", null, Map.of("Retry-After", "1"));
     }
-    ctx.attribute(KEY_ADMITTED, keyId);
+    ctx.attribute(KEY_ADMITTED, count);
   }
 
   public void leave(Context ctx) {
@@ -73,15 +77,11 @@ public final class InFlightLimit {
       ctx.attribute(ADMITTED, null);
       permits.release();
     }
-    String keyId = ctx.attribute(KEY_ADMITTED);
-    if (keyId != null) {
+    AtomicInteger count = ctx.attribute(KEY_ADMITTED);
+    if (count != null) {
       ctx.attribute(KEY_ADMITTED, null);
-      leaveKey(keyId);
+      count.decrementAndGet();
     }
-  }
-
-  private void leaveKey(String keyId) {
-    byKey.computeIfPresent(keyId, (k, n) -> n.decrementAndGet() <= 0 ? null : n);
   }
 
   /** Admits requests from now on. */
