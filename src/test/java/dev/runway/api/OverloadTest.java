@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import dev.runway.http.InFlightLimit;
 import dev.runway.support.Api;
 import dev.runway.support.BothDatabases;
+import dev.runway.support.HeldCommits;
 import dev.runway.support.Http;
 import java.net.URI;
 import java.net.http.HttpClient;
@@ -18,7 +19,6 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
-import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
@@ -31,14 +31,9 @@ class OverloadTest {
   void a_request_past_max_in_flight_gets_a_fast_503_and_health_checks_still_answer(Api api) throws Exception {
     api.workflow("hello", false);
     api.testWith(s -> s.with("http.max_in_flight", "1"), http -> {
-      CountDownLatch release = new CountDownLatch(1);
       ExecutorService clients = Executors.newFixedThreadPool(2);
-      try {
+      try (HeldCommits held = HeldCommits.on(api)) {
         // A start waiting for a held commit holds the one place.
-        Future<Object> holder = clients.submit(() -> api.services().database().committer().commit(api.workspace, tx -> {
-          await(release);
-          return null;
-        }));
         Future<Http.Reply> waiting = clients.submit(() -> http.startRun("hello", "demo"));
         Thread.sleep(300);
 
@@ -51,11 +46,9 @@ class OverloadTest {
         assertEquals(200, http.get("/healthz", null).status());
         assertEquals(200, http.get("/readyz", null).status());
 
-        release.countDown();
-        holder.get(10, TimeUnit.SECONDS);
+        held.release();
         assertEquals(200, waiting.get(10, TimeUnit.SECONDS).status());
       } finally {
-        release.countDown();
         clients.shutdownNow();
       }
       assertEquals(200, http.startRun("hello", "demo").status(), "its place is free again");
@@ -116,13 +109,8 @@ class OverloadTest {
   void starts_waiting_for_their_commit_hold_no_request_thread(Api api) throws Exception {
     api.workflow("hello", false);
     api.testWith(s -> s.with("http.max_threads", "8").with("ratelimit.per_key_per_second", "0"), http -> {
-      CountDownLatch release = new CountDownLatch(1);
-      ExecutorService clients = Executors.newFixedThreadPool(25);
-      try {
-        Future<Object> holder = clients.submit(() -> api.services().database().committer().commit(api.workspace, tx -> {
-          await(release);
-          return null;
-        }));
+      ExecutorService clients = Executors.newFixedThreadPool(24);
+      try (HeldCommits held = HeldCommits.on(api)) {
         List<Future<Http.Reply>> starts = new ArrayList<>();
         for (int i = 0; i < 24; i++) {
           starts.add(clients.submit(() -> http.startRun("hello", "demo")));
@@ -135,8 +123,7 @@ class OverloadTest {
             .timeout(Duration.ofSeconds(3)).build(), HttpResponse.BodyHandlers.ofString());
         assertEquals(200, health.statusCode(), "answered while 24 starts wait on 8 threads");
 
-        release.countDown();
-        holder.get(10, TimeUnit.SECONDS);
+        held.release();
         for (Future<Http.Reply> start : starts) {
           Http.Reply reply = start.get(10, TimeUnit.SECONDS);
           assertEquals(200, reply.status(), reply::toString);
@@ -145,17 +132,9 @@ class OverloadTest {
         }
         assertEquals(24, api.countRuns(""));
       } finally {
-        release.countDown();
         clients.shutdownNow();
       }
     });
   }
 
-  private static void await(CountDownLatch latch) {
-    try {
-      latch.await(30, TimeUnit.SECONDS);
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-    }
-  }
 }

@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import dev.runway.auth.Scope;
 import dev.runway.support.Api;
 import dev.runway.support.BothDatabases;
+import dev.runway.support.HeldCommits;
 import dev.runway.support.Http;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
@@ -19,7 +20,6 @@ import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
-import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
@@ -224,17 +224,8 @@ class SlowClientsTest {
     api.workflow("hello", false);
     String other = api.key(Scope.values());
     api.testWith(s -> s.with("http.max_in_flight_per_key", "3"), http -> {
-      CountDownLatch release = new CountDownLatch(1);
-      ExecutorService clients = Executors.newFixedThreadPool(4);
-      try {
-        Future<Object> holder = clients.submit(() -> api.services().database().committer().commit(api.workspace, tx -> {
-          try {
-            release.await(30, TimeUnit.SECONDS);
-          } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-          }
-          return null;
-        }));
+      ExecutorService clients = Executors.newFixedThreadPool(3);
+      try (HeldCommits held = HeldCommits.on(api)) {
         List<Future<Http.Reply>> waiting = new ArrayList<>();
         for (int i = 0; i < 3; i++) {
           waiting.add(clients.submit(() -> http.startRun("hello", "demo")));
@@ -246,14 +237,12 @@ class SlowClientsTest {
         assertTrue(refused.json().get("detail").asText().contains("in flight"), refused::toString);
         assertEquals(200, http.get("/v1/runs", other).status(), "another key is served");
 
-        release.countDown();
-        holder.get(10, TimeUnit.SECONDS);
+        held.release();
         for (Future<Http.Reply> w : waiting) {
           assertEquals(200, w.get(10, TimeUnit.SECONDS).status());
         }
         assertEquals(200, http.get("/v1/runs").status(), "the key's places are free again");
       } finally {
-        release.countDown();
         clients.shutdownNow();
       }
     });
