@@ -1,5 +1,6 @@
 package dev.runway;
 
+import dev.runway.agent.AgentRoutes;
 import dev.runway.auth.Scope;
 import dev.runway.config.ServerSettings;
 import dev.runway.http.AuthHandler;
@@ -39,6 +40,7 @@ public final class RunwayApp {
     RunRoutes runs = new RunRoutes(services.runs(), bodies, resumeOn(threads));
     WorkflowRoutes workflows = new WorkflowRoutes(services.workflows(), bodies);
     SecretRoutes secrets = new SecretRoutes(services.secrets(), bodies);
+    AgentRoutes agents = new AgentRoutes(services.agents(), bodies);
     RateLimits limits = settings.rateLimits();
     AuthHandler auth = new AuthHandler(services.keys(), limits, inFlight);
 
@@ -110,6 +112,11 @@ public final class RunwayApp {
       routes.get("/v1/workflows/{id}", workflows::get, Scope.RUNS_READ);
       routes.delete("/v1/workflows/{id}", workflows::archive, Scope.WORKFLOWS_WRITE);
       routes.get("/v1/workflows", workflows::list, Scope.RUNS_READ);
+
+      routes.put("/v1/agents/{id}", agents::put, Scope.WORKFLOWS_WRITE);
+      routes.get("/v1/agents/{id}", agents::get, Scope.RUNS_READ);
+      routes.delete("/v1/agents/{id}", agents::archive, Scope.WORKFLOWS_WRITE);
+      routes.get("/v1/agents", agents::list, Scope.RUNS_READ);
 
       routes.put("/v1/secrets/{name}", secrets::put, Scope.ADMIN);
       routes.get("/v1/secrets/{name}", secrets::get, Scope.ADMIN);

@@ -1,5 +1,6 @@
 package dev.runway;
 
+import dev.runway.agent.AgentService;
 import dev.runway.auth.ApiKeyService;
 import dev.runway.config.ServerSettings;
 import dev.runway.db.Database;
@@ -10,7 +11,7 @@ import dev.runway.workflow.WorkflowService;
 
 /** Runway's services over one database, wired with plain constructors. */
 public record Services(Database database, ApiKeyService keys, WorkflowService workflows, RunService runs,
-    SecretService secrets) {
+    SecretService secrets, AgentService agents) {
 
   /** {@code runDue} is called when a run became due now, to wake the engine. */
   public static Services over(Database database, ServerSettings settings, Runnable runDue) {
@@ -21,6 +22,7 @@ public record Services(Database database, ApiKeyService keys, WorkflowService wo
         workflows,
         new RunService(database.jdbi(), database.committer(), workflows, settings.idempotencyTtl(),
             settings.engine().approvalTimeoutSeconds(), runDue),
-        new SecretService(database.jdbi(), () -> SecretBox.load(settings.secretsKey(), settings.secretsKeyFile())));
+        new SecretService(database.jdbi(), () -> SecretBox.load(settings.secretsKey(), settings.secretsKeyFile())),
+        new AgentService(database.jdbi()));
   }
 }

@@ -3,6 +3,7 @@ package dev.runway.engine;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.runway.core.Json;
+import dev.runway.outbound.CallTargets;
 import dev.runway.outbound.OutboundHttp;
 import dev.runway.secret.SecretReferences;
 import dev.runway.secret.SecretSource;
@@ -57,7 +58,7 @@ public final class HttpStepCaller {
     Map<String, String> headers = new LinkedHashMap<>();
     for (Map.Entry<String, String> h : step.headers().entrySet()) {
       String value = SecretReferences.resolve(h.getValue(), values, v -> v);
-      if (!Step.headerValue(value)) {
+      if (!CallTargets.headerValue(value)) {
         return CompletableFuture.completedFuture(Outcome.fail(null, "header " + h.getKey()
             + ": a secret it refers to holds characters a header cannot carry (outside Latin-1)"));
       }

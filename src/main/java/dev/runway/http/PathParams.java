@@ -7,11 +7,11 @@ import io.javalin.http.Context;
 public final class PathParams {
   private PathParams() {}
 
-  /** A slug path parameter (a workflow id), or 400 naming it. */
+  /** A slug path parameter (a workflow or agent id), or 400 naming it. */
   public static String slug(Context ctx, String name) {
     String value = ctx.pathParam(name);
     if (!Slugs.isSlug(value)) {
-      throw ApiException.validation(name, "the workflow id in the path must be a slug: " + Slugs.RULE);
+      throw ApiException.validation(name, "the id in the path must be a slug: " + Slugs.RULE);
     }
     return value;
   }

@@ -1,5 +1,8 @@
 package dev.runway.secret;
 
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import com.fasterxml.jackson.databind.node.TextNode;
 import java.util.LinkedHashSet;
 import java.util.Map;
 import java.util.Set;
@@ -59,6 +62,24 @@ public final class SecretReferences {
     }
     m.appendTail(out);
     return out.toString();
+  }
+
+  /** What a header value given literally (not a secret reference) is shown as. */
+  public static final String MASKED = "********";
+
+  /**
+   * Shows every value of the headers object that does not refer to secrets as {@link #MASKED}: it
+   * may be a tool's credential, and every reader of the definition would see it. A value that
+   * refers to secrets is shown as written ({{secrets.NAME}} holds no secret).
+   */
+  public static void maskLiteral(JsonNode headers) {
+    if (headers instanceof ObjectNode object) {
+      object.fields().forEachRemaining(h -> {
+        if (!h.getValue().isTextual() || !refersToSecrets(h.getValue().textValue())) {
+          h.setValue(TextNode.valueOf(MASKED));
+        }
+      });
+    }
   }
 
   /** The text with each reference replaced by a harmless stand-in, for checking its form (a URL, a header). */

@@ -5,6 +5,7 @@ import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.runway.http.ApiException;
 import dev.runway.http.JsonFields;
+import dev.runway.outbound.CallTargets;
 import dev.runway.secret.SecretReferences;
 import java.net.URI;
 import java.net.URISyntaxException;
@@ -79,8 +80,8 @@ public sealed interface Step permits Step.Http, Step.Approval, Step.Delay {
     return switch (type.textValue()) {
       case "http" -> {
         JsonFields f = JsonFields.of(step, Set.of("type", "url", "method", "headers", "timeout_ms", "max_attempts"), prefix);
-        yield new Http(url(step.get("url"), prefix + "url"), method(f.optionalString("method", "POST", 10), prefix),
-            headers(f.optionalObject("headers"), prefix + "headers"),
+        yield new Http(CallTargets.url(step.get("url"), prefix + "url"), method(f.optionalString("method", "POST", 10), prefix),
+            CallTargets.headers(f.optionalObject("headers"), prefix + "headers"),
             (int) f.optionalLong("timeout_ms", 10_000, 1, 300_000),
             (int) f.optionalLong("max_attempts", 3, 1, 10));
       }
@@ -100,32 +101,7 @@ public sealed interface Step permits Step.Http, Step.Approval, Step.Delay {
     };
   }
 
-  private static String url(JsonNode node, String param) {
-    if (node == null || !node.isTextual()) {
-      throw ApiException.validation(param, param + " is required: an absolute http or https URL");
-    }
-    String text = node.textValue();
-    String malformed = SecretReferences.malformed(text);
-    if (malformed != null) {
-      throw ApiException.validation(param, param + " holds a malformed secret reference '" + malformed
-          + "': write {{secrets.NAME}}, NAME " + SecretReferences.NAME_RULE);
-    }
-    int query = text.indexOf('?');
-    if (SecretReferences.refersToSecrets(query < 0 ? text : text.substring(0, query))) {
-      throw ApiException.validation(param, param + " may refer to secrets only in its query string "
-          + "(https://host/path?key={{secrets.NAME}})");
-    }
-    try {
-      URI uri = new URI(SecretReferences.withStandIns(text));
-      String scheme = uri.getScheme() == null ? "" : uri.getScheme().toLowerCase(Locale.ROOT);
-      if ((scheme.equals("http") || scheme.equals("https")) && uri.getHost() != null && text.length() <= 2000) {
-        return text;
-      }
-    } catch (URISyntaxException e) {
-      // reported below
-    }
-    throw ApiException.validation(param, param + " must be an absolute http or https URL");
-  }
+
 
   private static String method(String method, String prefix) {
     String upper = method.toUpperCase(Locale.ROOT);
@@ -135,37 +111,9 @@ public sealed interface Step permits Step.Http, Step.Approval, Step.Delay {
     return upper;
   }
 
-  private static Map<String, String> headers(ObjectNode headers, String param) {
-    Map<String, String> out = new LinkedHashMap<>();
-    Iterator<Map.Entry<String, JsonNode>> fields = headers.fields();
-    while (fields.hasNext()) {
-      Map.Entry<String, JsonNode> e = fields.next();
-      if (!e.getValue().isTextual()) {
-        throw ApiException.validation(param + "." + e.getKey(), param + "." + e.getKey() + " must be a string");
-      }
-      if (!e.getKey().matches("[A-Za-z0-9!#$%&'*+.^_`|~-]+") || !headerValue(e.getValue().textValue())) {
-        throw ApiException.validation(param + "." + e.getKey(), param + " holds an invalid header name or value");
-      }
-      String malformed = SecretReferences.malformed(e.getValue().textValue());
-      if (malformed != null) {
-        throw ApiException.validation(param + "." + e.getKey(), param + "." + e.getKey()
-            + " holds a malformed secret reference '" + malformed + "': write {{secrets.NAME}}, NAME "
-            + SecretReferences.NAME_RULE);
-      }
-      String lower = e.getKey().toLowerCase(Locale.ROOT);
-      if (Set.of("idempotency-key", "content-type", "content-length", "host", "connection", "upgrade", "expect",
-          "transfer-encoding").contains(lower)) {
-        throw ApiException.validation(param + "." + e.getKey(), param + "." + e.getKey() + " is set by Runway");
-      }
-      out.put(e.getKey(), e.getValue().textValue());
-    }
-    return out;
-  }
 
-  /** RFC 9110 field-value characters (HTAB, SP, VCHAR, obs-text): what an HTTP client can send in a header. */
-  public static boolean headerValue(String value) {
-    return value.chars().allMatch(c -> c == '\t' || c >= 0x20 && c != 0x7f && c <= 0xff);
-  }
+
+
 
   /** The step as JSON, with every default filled in: what a run stores as its definition. */
   static ObjectNode toJson(Step step, ObjectNode target) {

@@ -10,6 +10,7 @@ import static org.junit.jupiter.api.Assertions.fail;
 import com.code_intelligence.jazzer.junit.FuzzTest;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.runway.agent.AgentDefinition;
 import dev.runway.auth.KeyHasher;
 import dev.runway.core.Json;
 import dev.runway.core.Slugs;
@@ -95,6 +96,26 @@ class RequestFuzzTest {
     ObjectNode again = Json.MAPPER.createObjectNode();
     again.set("steps", stored);
     assertEquals(definition.parsedSteps(), WorkflowDefinition.parse(WORKFLOW_ID, again).parsedSteps());
+  }
+
+  /** PUT /v1/agents/{id}: a required body {model, name?, description?, instructions?, tools?, requires_approval?, limits?}. */
+  @FuzzTest(maxDuration = "30s")
+  void putAgentBody(byte[] body) {
+    AgentDefinition agent = refusedOr(() -> AgentDefinition.parse("fuzz-agent", RequestBodies.parseObject(body)));
+    if (agent == null) {
+      return;
+    }
+    assertFalse(agent.model().isBlank());
+    assertTrue(agent.tools().size() <= AgentDefinition.MAX_TOOLS);
+    for (AgentDefinition.Tool tool : agent.tools()) {
+      assertTrue(tool.url().regionMatches(true, 0, "http", 0, 4), tool.url());
+      assertTrue(tool.timeoutMs() >= 1 && tool.timeoutMs() <= 300_000);
+      assertEquals("object", tool.parameters().path("type").asText());
+    }
+    // Stored as JSON and read back when a run starts: the same definition.
+    ObjectNode again = (ObjectNode) Json.tree(Json.string(agent.toJson()));
+    again.put("name", agent.name()).put("description", agent.description());
+    assertEquals(agent.toJson(), AgentDefinition.parse("fuzz-agent", again).toJson());
   }
 
   /** PUT /v1/secrets/{name}: a required body {value}, 1-4096 printable characters. */

@@ -92,6 +92,7 @@ public enum TestDatabase {
         .with("http.port", "0")
         .with("http.request_log", "false")
         .with("workflows.dir", "")
+        .with("agents.dir", "")
         .with("bootstrap.admin_key", "false")
         .with("engine.enabled", "false");
     if (this == H2) {

@@ -1,0 +1,142 @@
+package dev.runway.agent;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.runway.core.Json;
+import dev.runway.http.ApiException;
+import dev.runway.http.JsonFields;
+import dev.runway.outbound.CallTargets;
+import dev.runway.secret.SecretReferences;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.regex.Pattern;
+
+/**
+ * What a caller (or a file under config/agents) gives for an agent, checked field by field, every
+ * default filled in: the model it talks to, its instructions, the caller's tools it may call, whether
+ * a run needs approval to start, and its limits.
+ */
+public record AgentDefinition(String name, String description, String model, String instructions, List<Tool> tools,
+    boolean requiresApproval, Limits limits) {
+  private static final Set<String> FIELDS =
+      Set.of("name", "description", "model", "instructions", "tools", "requires_approval", "limits");
+  private static final Set<String> TOOL_FIELDS =
+      Set.of("name", "description", "parameters", "url", "headers", "timeout_ms", "requires_approval");
+  private static final Set<String> LIMIT_FIELDS = Set.of("max_turns", "max_tool_calls", "max_total_tokens", "timeout_s");
+  /** What the Chat Completions API accepts as a function name. */
+  private static final Pattern TOOL_NAME = Pattern.compile("[A-Za-z0-9_-]{1,64}");
+  public static final int MAX_TOOLS = 64;
+
+  /**
+   * One of the caller's tools: its name and description and the JSON Schema of its arguments (what
+   * the model sees), and where Runway calls it (url, headers; both may refer to secrets).
+   */
+  public record Tool(String name, String description, JsonNode parameters, String url, Map<String, String> headers,
+      int timeoutMs, boolean requiresApproval) {
+
+    /** The names of the secrets a call of the tool refers to. */
+    public Set<String> secretNames() {
+      Set<String> names = new LinkedHashSet<>(SecretReferences.names(url));
+      headers.values().forEach(v -> names.addAll(SecretReferences.names(v)));
+      return names;
+    }
+  }
+
+  /** When a run stops: past any of these it fails, with the limit's error code. */
+  public record Limits(int maxTurns, int maxToolCalls, long maxTotalTokens, int timeoutSeconds) {}
+
+  /** Reads a definition; a missing name defaults to the agent id. Refuses bad fields with a 400 naming them. */
+  public static AgentDefinition parse(String agentId, ObjectNode body) {
+    JsonFields fields = JsonFields.of(body, FIELDS);
+    String model = fields.optionalString("model", null, 200);
+    if (model == null || model.isBlank()) {
+      throw ApiException.validation("model", "model is required: the name the model endpoint knows it by, "
+          + "e.g. gpt-4o-mini, llama3.1");
+    }
+    return new AgentDefinition(
+        fields.optionalString("name", agentId, 200),
+        fields.optionalString("description", "", 2000),
+        model,
+        fields.optionalString("instructions", "", 32_768),
+        tools(fields.optionalArray("tools")),
+        fields.optionalBoolean("requires_approval", false),
+        limits(fields.optionalObject("limits")));
+  }
+
+  private static List<Tool> tools(JsonNode tools) {
+    if (tools.size() > MAX_TOOLS) {
+      throw ApiException.validation("tools", "an agent has at most " + MAX_TOOLS + " tools");
+    }
+    List<Tool> parsed = new ArrayList<>();
+    Set<String> names = new HashSet<>();
+    for (int i = 0; i < tools.size(); i++) {
+      String at = "tools[" + i + "]";
+      if (!tools.get(i).isObject()) {
+        throw ApiException.validation(at, at + " must be a JSON object with a name and a url");
+      }
+      Tool tool = tool((ObjectNode) tools.get(i), at + ".");
+      if (!names.add(tool.name())) {
+        throw ApiException.validation(at + ".name", at + ".name: another tool is named '" + tool.name() + "' already");
+      }
+      parsed.add(tool);
+    }
+    return parsed;
+  }
+
+  private static Tool tool(ObjectNode tool, String prefix) {
+    JsonFields f = JsonFields.of(tool, TOOL_FIELDS, prefix);
+    String name = f.optionalString("name", null, 64);
+    if (name == null || !TOOL_NAME.matcher(name).matches()) {
+      throw ApiException.validation(prefix + "name", prefix + "name is required: 1-64 letters, digits, '_' and '-'");
+    }
+    JsonNode parameters = tool.get("parameters");
+    if (parameters == null || parameters.isNull()) {
+      parameters = Json.MAPPER.createObjectNode().put("type", "object").set("properties", Json.MAPPER.createObjectNode());
+    }
+    ToolSchemas.check(parameters, prefix + "parameters");
+    return new Tool(name, f.optionalString("description", "", 1024), parameters,
+        CallTargets.url(tool.get("url"), prefix + "url"),
+        CallTargets.headers(f.optionalObject("headers"), prefix + "headers"),
+        (int) f.optionalLong("timeout_ms", 10_000, 1, 300_000),
+        f.optionalBoolean("requires_approval", false));
+  }
+
+  private static Limits limits(ObjectNode limits) {
+    JsonFields f = JsonFields.of(limits, LIMIT_FIELDS, "limits.");
+    return new Limits(
+        (int) f.optionalLong("max_turns", 10, 1, 100),
+        (int) f.optionalLong("max_tool_calls", 20, 1, 1000),
+        f.optionalLong("max_total_tokens", 50_000, 1, 10_000_000),
+        (int) f.optionalLong("timeout_s", 600, 1, 86_400));
+  }
+
+  /** The definition as stored: model, instructions, tools, requires_approval and limits, defaults filled in. */
+  public ObjectNode toJson() {
+    ObjectNode out = Json.MAPPER.createObjectNode().put("model", model).put("instructions", instructions);
+    ArrayNode list = out.putArray("tools");
+    for (Tool t : tools) {
+      ObjectNode tool = list.addObject().put("name", t.name()).put("description", t.description());
+      tool.set("parameters", t.parameters());
+      tool.put("url", t.url());
+      ObjectNode headers = tool.putObject("headers");
+      t.headers().forEach(headers::put);
+      tool.put("timeout_ms", t.timeoutMs()).put("requires_approval", t.requiresApproval());
+    }
+    out.put("requires_approval", requiresApproval);
+    out.putObject("limits").put("max_turns", limits.maxTurns()).put("max_tool_calls", limits.maxToolCalls())
+        .put("max_total_tokens", limits.maxTotalTokens()).put("timeout_s", limits.timeoutSeconds());
+    return out;
+  }
+
+  /** The definition stored as {@link #toJson}, read back (its name and description come from their columns). */
+  public static AgentDefinition of(Agent agent) {
+    ObjectNode body = (ObjectNode) Json.tree(agent.definition());
+    body.put("name", agent.name()).put("description", agent.description());
+    return parse(agent.id(), body);
+  }
+}

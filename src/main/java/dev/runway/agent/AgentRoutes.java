@@ -1,0 +1,53 @@
+package dev.runway.agent;
+
+import dev.runway.auth.Principal;
+import dev.runway.http.AuthHandler;
+import dev.runway.http.Page;
+import dev.runway.http.PathParams;
+import dev.runway.http.QueryParams;
+import dev.runway.http.RequestBodies;
+import dev.runway.http.Responses;
+import io.javalin.http.Context;
+import java.util.List;
+import java.util.Set;
+
+/** HTTP handlers for agent definitions. */
+public final class AgentRoutes {
+  private static final Set<String> LIST_PARAMS = Set.of("limit", "starting_after", "include_archived");
+  private final AgentService agents;
+  private final RequestBodies bodies;
+
+  public AgentRoutes(AgentService agents, RequestBodies bodies) {
+    this.agents = agents;
+    this.bodies = bodies;
+  }
+
+  public void put(Context ctx) {
+    String id = PathParams.slug(ctx, "id");
+    Principal caller = AuthHandler.principal(ctx);
+    caller.requireWholeWorkspace("agents");
+    AgentDefinition definition = AgentDefinition.parse(id, bodies.requiredObject(ctx));
+    AgentService.Saved saved = agents.put(caller.workspaceId(), id, definition);
+    Responses.json(ctx, saved.created() ? 201 : 200, AgentView.of(saved.agent()));
+  }
+
+  public void get(Context ctx) {
+    String id = PathParams.slug(ctx, "id");
+    Responses.json(ctx, 200, AgentView.of(agents.get(AuthHandler.principal(ctx).workspaceId(), id)));
+  }
+
+  public void list(Context ctx) {
+    QueryParams q = QueryParams.of(ctx, LIST_PARAMS);
+    int limit = q.integer("limit", 20, 1, 100);
+    List<Agent> rows = agents.page(AuthHandler.principal(ctx).workspaceId(), q.slug("starting_after"),
+        q.bool("include_archived", false), limit + 1);
+    Responses.json(ctx, 200, Page.of(rows, limit, AgentView::of, AgentView::id));
+  }
+
+  public void archive(Context ctx) {
+    String id = PathParams.slug(ctx, "id");
+    Principal caller = AuthHandler.principal(ctx);
+    caller.requireWholeWorkspace("agents");
+    Responses.json(ctx, 200, AgentView.of(agents.archive(caller.workspaceId(), id)));
+  }
+}

@@ -1,0 +1,30 @@
+package dev.runway.agent;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.runway.core.Json;
+import dev.runway.secret.SecretReferences;
+import java.time.Instant;
+
+/** An agent as the API shows it: its definition with every default filled in, literal header values masked. */
+public record AgentView(
+    String id,
+    String name,
+    String description,
+    String model,
+    String instructions,
+    JsonNode tools,
+    boolean requiresApproval,
+    JsonNode limits,
+    Instant createdAt,
+    Instant updatedAt,
+    Instant archivedAt) {
+
+  public static AgentView of(Agent a) {
+    ObjectNode d = (ObjectNode) Json.tree(a.definition());
+    d.path("tools").forEach(tool -> SecretReferences.maskLiteral(tool.path("headers")));
+    return new AgentView(a.id(), a.name(), a.description(), d.path("model").asText(), d.path("instructions").asText(),
+        d.path("tools"), d.path("requires_approval").asBoolean(), d.path("limits"), a.createdAt(), a.updatedAt(),
+        a.archivedAt());
+  }
+}
