@@ -7,10 +7,8 @@ import dev.runway.core.Json;
 import dev.runway.http.ApiException;
 import dev.runway.http.JsonFields;
 import dev.runway.outbound.CallTargets;
-import dev.runway.secret.SecretReferences;
 import java.util.ArrayList;
 import java.util.HashSet;
-import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -37,15 +35,7 @@ public record AgentDefinition(String name, String description, String model, Str
    * the model sees), and where Runway calls it (url, headers; both may refer to secrets).
    */
   public record Tool(String name, String description, JsonNode parameters, String url, Map<String, String> headers,
-      int timeoutMs, boolean requiresApproval) {
-
-    /** The names of the secrets a call of the tool refers to. */
-    public Set<String> secretNames() {
-      Set<String> names = new LinkedHashSet<>(SecretReferences.names(url));
-      headers.values().forEach(v -> names.addAll(SecretReferences.names(v)));
-      return names;
-    }
-  }
+      int timeoutMs, boolean requiresApproval) {}
 
   /** When a run stops: past any of these it fails, with the limit's error code. */
   public record Limits(int maxTurns, int maxToolCalls, long maxTotalTokens, int timeoutSeconds) {}
