@@ -95,7 +95,8 @@ public final class Runway implements AutoCloseable {
       // it runs a step or makes a key it would never show.
       Javalin app = joinStart(http);
       if (settings.engine().enabled()) {
-        engine.set(Engine.start(database.jdbi(), database.committer(), settings.engine(), services.secrets(),
+        engine.set(Engine.start(database.jdbi(), database.committer(), settings.engine(), settings.model(),
+            services.secrets(),
             database.isSingleProcess()));
       }
       String adminKey = null;

@@ -106,6 +106,7 @@ public final class RunwayApp {
       routes.post("/v1/runs/{runId}/reject", runs::reject, Scope.APPROVALS_WRITE);
       routes.post("/v1/runs/{runId}/cancel", runs::cancel, Scope.RUNS_WRITE);
       routes.get("/v1/runs/{runId}/events", runs::events, Scope.RUNS_READ);
+      routes.get("/v1/runs/{runId}/messages", runs::messages, Scope.RUNS_READ);
       routes.get("/v1/events", runs::workspaceEvents, Scope.RUNS_READ);
 
       routes.put("/v1/workflows/{id}", workflows::put, Scope.WORKFLOWS_WRITE);
@@ -117,6 +118,7 @@ public final class RunwayApp {
       routes.get("/v1/agents/{id}", agents::get, Scope.RUNS_READ);
       routes.delete("/v1/agents/{id}", agents::archive, Scope.WORKFLOWS_WRITE);
       routes.get("/v1/agents", agents::list, Scope.RUNS_READ);
+      routes.post("/v1/agents/{id}/runs", runs::startAgent, Scope.RUNS_WRITE);
 
       routes.put("/v1/secrets/{name}", secrets::put, Scope.ADMIN);
       routes.get("/v1/secrets/{name}", secrets::get, Scope.ADMIN);

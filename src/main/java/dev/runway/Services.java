@@ -16,13 +16,14 @@ public record Services(Database database, ApiKeyService keys, WorkflowService wo
   /** {@code runDue} is called when a run became due now, to wake the engine. */
   public static Services over(Database database, ServerSettings settings, Runnable runDue) {
     WorkflowService workflows = new WorkflowService(database.jdbi());
+    AgentService agents = new AgentService(database.jdbi());
     return new Services(
         database,
         new ApiKeyService(database.jdbi(), settings.keyCache()),
         workflows,
-        new RunService(database.jdbi(), database.committer(), workflows, settings.idempotencyTtl(),
+        new RunService(database.jdbi(), database.committer(), workflows, agents, settings.idempotencyTtl(),
             settings.engine().approvalTimeoutSeconds(), runDue),
         new SecretService(database.jdbi(), () -> SecretBox.load(settings.secretsKey(), settings.secretsKeyFile())),
-        new AgentService(database.jdbi()));
+        agents);
   }
 }

@@ -7,6 +7,7 @@ import dev.runway.core.Json;
 import dev.runway.http.ApiException;
 import dev.runway.http.JsonFields;
 import dev.runway.outbound.CallTargets;
+import dev.runway.secret.SecretReferences;
 import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
@@ -35,7 +36,14 @@ public record AgentDefinition(String name, String description, String model, Str
    * the model sees), and where Runway calls it (url, headers; both may refer to secrets).
    */
   public record Tool(String name, String description, JsonNode parameters, String url, Map<String, String> headers,
-      int timeoutMs, boolean requiresApproval) {}
+      int timeoutMs, boolean requiresApproval) {
+    /** The workspace secrets its url and headers refer to. */
+    public Set<String> secretNames() {
+      Set<String> names = new HashSet<>(SecretReferences.names(url));
+      headers.values().forEach(v -> names.addAll(SecretReferences.names(v)));
+      return names;
+    }
+  }
 
   /** When a run stops: past any of these it fails, with the limit's error code. */
   public record Limits(int maxTurns, int maxToolCalls, long maxTotalTokens, int timeoutSeconds) {}
@@ -89,11 +97,23 @@ public record AgentDefinition(String name, String description, String model, Str
       parameters = Json.MAPPER.createObjectNode().put("type", "object").set("properties", Json.MAPPER.createObjectNode());
     }
     ToolSchemas.check(parameters, prefix + "parameters");
-    return new Tool(name, f.optionalString("description", "", 1024), parameters,
-        CallTargets.url(tool.get("url"), prefix + "url"),
+    return new Tool(name, f.optionalString("description", "", 1024), parameters, url(tool.get("url"), prefix + "url"),
         CallTargets.headers(f.optionalObject("headers"), prefix + "headers"),
         (int) f.optionalLong("timeout_ms", 10_000, 1, 300_000),
         f.optionalBoolean("requires_approval", false));
+  }
+
+  /** An http or https URL, or a built-in tool's {@code builtin:<name>}. */
+  private static String url(JsonNode url, String param) {
+    if (url != null && url.isTextual() && BuiltinTools.isBuiltin(url.asText())) {
+      String name = url.asText().substring(BuiltinTools.PREFIX.length());
+      if (!BuiltinTools.NAMES.contains(name)) {
+        throw ApiException.validation(param, param + ": no built-in tool '" + name + "'; there is "
+            + String.join(", ", BuiltinTools.NAMES.stream().map(n -> BuiltinTools.PREFIX + n).sorted().toList()));
+      }
+      return url.asText();
+    }
+    return CallTargets.url(url, param);
   }
 
   private static Limits limits(ObjectNode limits) {

@@ -58,7 +58,7 @@ public final class ToolSchemas {
   }
 
   /** What is wrong with {@code arguments} by the schema, in words for the model; empty when nothing. */
-  static List<String> violations(JsonNode schema, JsonNode arguments) {
+  public static List<String> violations(JsonNode schema, JsonNode arguments) {
     return FACTORY.getSchema(schema).validate(arguments).stream().map(ValidationMessage::getMessage).sorted().toList();
   }
 }

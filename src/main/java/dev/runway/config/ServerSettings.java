@@ -1,6 +1,7 @@
 package dev.runway.config;
 
 import dev.runway.engine.EngineSettings;
+import dev.runway.engine.ModelSettings;
 import dev.runway.http.RateLimiter;
 import dev.runway.http.RateLimits;
 import java.nio.file.Path;
@@ -36,7 +37,8 @@ public record ServerSettings(
     Duration idempotencyTtl,
     String secretsKey,
     Path secretsKeyFile,
-    EngineSettings engine) {
+    EngineSettings engine,
+    ModelSettings model) {
 
   public static ServerSettings from(Settings s) {
     String url = s.string("db.url");
@@ -81,7 +83,8 @@ public record ServerSettings(
         Duration.ofHours(s.integer("idempotency.ttl_hours", 1, 24 * 365)),
         secretsKey,
         Path.of(s.string("secrets.key_file")),
-        EngineSettings.from(s));
+        EngineSettings.from(s),
+        ModelSettings.from(s));
   }
 
   private static boolean isKey(String base64) {

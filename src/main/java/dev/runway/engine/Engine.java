@@ -48,7 +48,9 @@ public final class Engine implements AutoCloseable {
   private final EngineSettings settings;
   private final OutboundHttp outbound;
   private final String owner = Ids.newId("eng");
-  private final StepRunner runner;
+  private final StepRunner steps;
+  private final AgentRunner agents;
+  private final ModelClient model;
   private final ExecutorService workers;
   private final Thread dispatcher;
   private final Semaphore wakeUp = new Semaphore(0);
@@ -58,7 +60,7 @@ public final class Engine implements AutoCloseable {
   private volatile boolean running = true;
 
   private Engine(Jdbi jdbi, GroupCommitter committer, EngineSettings settings, SecretSource secrets,
-      OutboundHttp outbound) {
+      OutboundHttp outbound, ModelSettings modelSettings) {
     this.jdbi = jdbi;
     this.committer = committer;
     this.settings = settings;
@@ -70,16 +72,20 @@ public final class Engine implements AutoCloseable {
       t.setDaemon(true);
       return t;
     });
-    this.runner = new StepRunner(committer, settings,
+    this.steps = new StepRunner(committer, settings,
         new HttpStepCaller(outbound, secrets, settings.maxResponseBytes()), owner, workers);
+    // One trusted endpoint serves every model call: it is bounded by the calls in flight, not per host.
+    this.model = ModelClient.of(modelSettings, settings.maxCallsInFlight(), settings.maxCallsInFlight());
+    this.agents = new AgentRunner(jdbi, committer, settings, modelSettings, model,
+        new AgentToolCaller(outbound, secrets, settings.maxResponseBytes()), owner, workers);
     this.dispatcher = new Thread(this::dispatch, "runway-engine-dispatcher");
     this.dispatcher.setDaemon(true);
   }
 
   /** Starts the engine, calling tools through an outbound client made from the settings. */
-  public static Engine start(Jdbi jdbi, GroupCommitter committer, EngineSettings settings, SecretSource secrets,
-      boolean singleProcess) {
-    return start(jdbi, committer, settings, secrets, settings.outbound(null), singleProcess);
+  public static Engine start(Jdbi jdbi, GroupCommitter committer, EngineSettings settings, ModelSettings model,
+      SecretSource secrets, boolean singleProcess) {
+    return start(jdbi, committer, settings, model, secrets, settings.outbound(null), singleProcess);
   }
 
   /**
@@ -87,9 +93,9 @@ public final class Engine implements AutoCloseable {
    * no other instance shares the database, so leases left by a crash of this one are dropped at once
    * instead of waiting for them to run out.
    */
-  public static Engine start(Jdbi jdbi, GroupCommitter committer, EngineSettings settings, SecretSource secrets,
-      OutboundHttp outbound, boolean singleProcess) {
-    Engine engine = new Engine(jdbi, committer, settings, secrets, outbound);
+  public static Engine start(Jdbi jdbi, GroupCommitter committer, EngineSettings settings, ModelSettings model,
+      SecretSource secrets, OutboundHttp outbound, boolean singleProcess) {
+    Engine engine = new Engine(jdbi, committer, settings, secrets, outbound, model);
     if (singleProcess) {
       int released = jdbi.withExtension(RunDao.class, RunDao::releaseAllLeases);
       if (released > 0) {
@@ -123,8 +129,12 @@ public final class Engine implements AutoCloseable {
     }
   }
 
-  /** One due run as this round would save it, and whether its call is then due. */
-  private record Claim(Run save, List<Event> events, boolean call) {}
+  /** One due run as this round would save it, how (with the moves' events and messages), and whether its call is then due. */
+  record Claim(Run save, Function<Tx, Boolean> write, boolean call) {
+    static Claim of(RunMachine m, Run save, boolean call) {
+      return new Claim(save, tx -> m.saveIn(tx, save), call);
+    }
+  }
 
   /**
    * Takes the due runs that no live lease holds and saves each one's moves that need no waiting,
@@ -187,26 +197,17 @@ public final class Engine implements AutoCloseable {
   /** The run's moves as of now; a run that cannot even be read fails, rather than stay due for ever. */
   private Claim claim(Run run, Instant now) {
     try {
-      RunStateMachine m = new RunStateMachine(run, now);
-      boolean call = runner.planInstantMoves(m);
-      return new Claim(call ? runner.leaseForCall(m) : m.toRun(null, null), m.events(), call);
+      return runnerOf(run).claim(run, now);
     } catch (RuntimeException e) {
       LOG.error("run {} cannot be read or moved; it fails with internal_error", run.id(), e);
-      RunStateMachine.Moved failed = RunStateMachine.failedUnreadable(run, now);
-      return new Claim(failed.run(), failed.events(), false);
+      RunMachine.Moved failed = RunMachine.failedUnreadable(run, now);
+      return new Claim(failed.run(), failed::saveIn, false);
     }
   }
 
   private CompletableFuture<Boolean> save(Claim claim) {
-    Function<Tx, Boolean> write = tx -> {
-      if (tx.dao(RunDao.class).saveProgress(claim.save()) != 1) {
-        return false;
-      }
-      EventDao.insert(tx, claim.events());
-      return true;
-    };
     try {
-      return committer.submit(claim.save().workspaceId(), write);
+      return committer.submit(claim.save().workspaceId(), claim.write());
     } catch (RuntimeException e) {
       return CompletableFuture.failedFuture(e); // too many writes waiting: the run stays due
     }
@@ -228,7 +229,7 @@ public final class Engine implements AutoCloseable {
   private void startCall(Run run, CallMemory.Reservation room) {
     calls.incrementAndGet();
     callsByWorkspace.merge(run.workspaceId(), 1, Integer::sum);
-    runner.call(run, room).whenComplete((done, failure) -> {
+    runnerOf(run).call(run, room).whenComplete((done, failure) -> {
       room.release();
       if (failure != null) {
         // The lease runs out and the run is taken up again then.
@@ -238,6 +239,10 @@ public final class Engine implements AutoCloseable {
       calls.decrementAndGet();
       wakeUp.release();
     });
+  }
+
+  private RunAdvancer runnerOf(Run run) {
+    return run.isAgent() ? agents : steps;
   }
 
   /** Calls in flight now (for tests and operators). */
@@ -265,7 +270,8 @@ public final class Engine implements AutoCloseable {
   @Override
   public void close() {
     running = false;
-    runner.stop();
+    steps.stop();
+    agents.stop();
     wakeUp.release();
     try {
       // The dispatcher first: once it has stopped, no call starts any more.
@@ -278,6 +284,7 @@ public final class Engine implements AutoCloseable {
       Thread.currentThread().interrupt();
     }
     outbound.close();
+    model.close();
     workers.shutdown();
     try {
       if (!workers.awaitTermination(5, TimeUnit.SECONDS)) {

@@ -25,7 +25,7 @@ public interface EventDao {
     }
     // Stored when the transaction commits (see Tx.batch): two or more events go with every run start.
     PreparedStatement ps = tx.batch("INSERT INTO event (id, workspace_id, run_id, workflow_id, project, type, "
-        + "actor, step_index, attempt, data, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+        + "actor, step_index, attempt, data, created_at, agent_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
     try {
       for (Event e : events) {
         ps.setString(1, e.id());
@@ -39,6 +39,7 @@ public interface EventDao {
         ps.setObject(9, e.attempt(), Types.INTEGER);
         ps.setString(10, e.data());
         Jdbc.setTime(ps, 11, e.createdAt());
+        ps.setString(12, e.agentId());
         ps.addBatch();
       }
     } catch (SQLException e) {

@@ -10,6 +10,7 @@ public record EventView(
     String type,
     String runId,
     String workflow,
+    String agent,
     String project,
     Integer step,
     Integer attempt,
@@ -18,7 +19,7 @@ public record EventView(
     Instant createdAt) {
 
   public static EventView of(Event e) {
-    return new EventView(e.id(), e.type(), e.runId(), e.workflowId(), e.project(), e.stepIndex(), e.attempt(),
+    return new EventView(e.id(), e.type(), e.runId(), e.workflowId(), e.agentId(), e.project(), e.stepIndex(), e.attempt(),
         e.actor(), Json.tree(e.data()), e.createdAt());
   }
 }

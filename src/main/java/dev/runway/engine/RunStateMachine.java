@@ -16,36 +16,23 @@ import java.util.List;
 import java.util.Map;
 
 /**
- * One run's progress and the moves it may make (see the README's state diagram). Each move
- * changes the state in memory and records its event; {@link #toRun} and {@link #events} are then
- * saved together, only if nobody else changed the run in between (its version).
+ * A workflow run's progress and the moves it may make (see the README's state diagram): its steps,
+ * one after another, on top of what every run shares ({@link RunMachine}). Each move changes the
+ * state in memory and records its event; they are then saved together.
  */
-public final class RunStateMachine {
-  public static final String ENGINE = "engine";
-
-  private final Run base;
+public final class RunStateMachine extends RunMachine {
   private final List<Step> definition;
   private final ArrayNode steps;
-  private final Instant now;
-  private final List<Event> events = new ArrayList<>();
-  private RunStatus status;
-  private int currentStep;
-  private ObjectNode approval;
-  private ObjectNode error;
-  private Instant dueAt;
-  private Instant finishedAt;
 
   public RunStateMachine(Run run, Instant now) {
-    this.base = run;
+    super(run, now);
     this.definition = parsedSteps(run.definition());
     this.steps = (ArrayNode) Json.tree(run.steps());
-    this.now = now;
-    this.status = RunStatus.parse(run.status()).orElseThrow();
-    this.currentStep = run.currentStep();
-    this.approval = run.approval() == null ? null : (ObjectNode) Json.tree(run.approval());
-    this.error = run.error() == null ? null : (ObjectNode) Json.tree(run.error());
-    this.dueAt = run.dueAt();
-    this.finishedAt = run.finishedAt();
+  }
+
+  @Override
+  protected String progress() {
+    return Json.string(steps);
   }
 
   /**
@@ -84,14 +71,6 @@ public final class RunStateMachine {
 
   public ObjectNode step(int index) {
     return (ObjectNode) steps.get(index);
-  }
-
-  public Instant now() {
-    return now;
-  }
-
-  public List<Event> events() {
-    return events;
   }
 
   /**
@@ -184,44 +163,26 @@ public final class RunStateMachine {
     return open == null ? 0 : open.get("attempt").asInt();
   }
 
-  /** The run to save: the new state with the next version, held by {@code leaseOwner} until {@code leaseUntil}. */
-  public Run toRun(String leaseOwner, Instant leaseUntil) {
-    return new Run(base.id(), base.workspaceId(), base.workflowId(), base.project(), status.wireName(),
-        base.requiresApproval(), base.inputs(), base.createdAt(), now, finishedAt,
-        approval == null ? null : Json.string(approval), error == null ? null : Json.string(error),
-        base.definition(), Json.string(steps), currentStep, dueAt, leaseOwner, leaseUntil, base.version() + 1);
-  }
-
   // ---- moves made by callers (approve, reject, cancel) ----
 
-  public void approve(String actor, String comment) {
-    requireStatus("approve", RunStatus.AWAITING_APPROVAL);
-    decide("approved", actor, comment);
+  @Override
+  protected void approved(String actor, String comment) {
     if (currentStep >= 0) {
       finishStep(currentStep, "succeeded", null);
     }
     currentStep++;
-    status = RunStatus.RUNNING;
-    dueAt = now;
-    record("run.approved", actor, null, null, Map.of("comment", comment == null ? "" : comment));
   }
 
-  public void reject(String actor, String comment) {
-    requireStatus("reject", RunStatus.AWAITING_APPROVAL);
-    decide("rejected", actor, comment);
+  @Override
+  protected boolean rejected(String actor, String comment) {
     if (currentStep >= 0) {
       finishStep(currentStep, "failed", null);
     }
-    finish(RunStatus.REJECTED, actor, Map.of("comment", comment == null ? "" : comment));
+    return false;
   }
 
-  public void cancel(String actor) {
-    if (status != RunStatus.RUNNING && status != RunStatus.AWAITING_APPROVAL) {
-      throw conflict("cancel");
-    }
-    if (approval != null && "pending".equals(approval.path("status").asText())) {
-      approval.put("status", "canceled");
-    }
+  @Override
+  protected void canceled() {
     ObjectNode open = openAttempt();
     if (open != null) {
       finishAttempt(open, open.get("attempt").asInt(), "canceled", null, "the run was canceled during the call");
@@ -229,40 +190,24 @@ public final class RunStateMachine {
     if (currentStep >= 0 && currentStep < steps.size() && !isDone(step(currentStep))) {
       finishStep(currentStep, "canceled", null);
     }
-    finish(RunStatus.CANCELED, actor, Map.of());
   }
 
   // ---- moves made by the engine ----
 
   /** Pauses at an approval (the workflow's gate when currentStep is -1, else an approval step). */
   private void awaitApproval(long timeoutSeconds) {
-    Instant expires = now.plusSeconds(timeoutSeconds);
-    approval = Json.MAPPER.createObjectNode().put("status", "pending");
-    approval.put("requested_at", Json.TIME.format(now)).put("expires_at", Json.TIME.format(expires))
-        .putNull("decided_at").putNull("decided_by").putNull("comment");
+    ObjectNode pending = awaitApproval(timeoutSeconds, currentStep >= 0 ? currentStep : null);
     if (currentStep >= 0) {
       step(currentStep).put("status", "waiting").put("started_at", Json.TIME.format(now));
-      approval.put("step", currentStep);
+      pending.put("step", currentStep);
     }
-    status = RunStatus.AWAITING_APPROVAL;
-    dueAt = expires;
-    record("run.awaiting_approval", ENGINE, currentStep >= 0 ? currentStep : null, null,
-        Map.of("expires_at", Json.TIME.format(expires)));
   }
 
-  /** Whether the run waits at an approval whose time has run out, noticed by the engine or not. */
-  public boolean approvalTimedOut() {
-    return status == RunStatus.AWAITING_APPROVAL && approval != null
-        && !now.isBefore(Instant.parse(approval.path("expires_at").asText()));
-  }
-
-  /** The approval's time ran out: the run fails with approval_expired. */
-  public void expireApproval() {
-    approval.put("status", "expired").put("decided_at", Json.TIME.format(now));
+  @Override
+  protected void approvalExpired() {
     if (currentStep >= 0) {
       finishStep(currentStep, "failed", null);
     }
-    fail("approval_expired", "no decision on the approval before " + approval.path("expires_at").asText(), null);
   }
 
   /** Starts the timer of a delay step. */
@@ -305,11 +250,8 @@ public final class RunStateMachine {
       a.put("http_status", httpStatus);
     }
     a.put("message", message);
-    Map<String, Object> data = new java.util.LinkedHashMap<>();
-    data.put("outcome", outcome);
-    data.put("http_status", httpStatus);
-    data.put("message", message);
-    record("step.attempt_finished", ENGINE, currentStep, attempt, data);
+    record("step.attempt_finished", ENGINE, currentStep, attempt,
+        data("outcome", outcome, "http_status", httpStatus, "message", message));
   }
 
   /** The current step is done; the next one is due now. */
@@ -339,35 +281,7 @@ public final class RunStateMachine {
     fail("step_failed", message, details);
   }
 
-  private void succeed() {
-    finish(RunStatus.SUCCEEDED, ENGINE, Map.of());
-  }
-
   // ---- helpers ----
-
-  private void fail(String code, String message, ObjectNode details) {
-    error = Json.MAPPER.createObjectNode().put("code", code).put("message", message);
-    if (details != null) {
-      error.setAll(details);
-    }
-    finish(RunStatus.FAILED, ENGINE, Map.of("error", code));
-  }
-
-  private void finish(RunStatus terminal, String actor, Map<String, Object> data) {
-    status = terminal;
-    finishedAt = now;
-    dueAt = null;
-    record("run." + terminal.wireName(), actor, null, null, data);
-  }
-
-  private void decide(String decision, String actor, String comment) {
-    approval.put("status", decision).put("decided_at", Json.TIME.format(now)).put("decided_by", actor);
-    if (comment == null) {
-      approval.putNull("comment");
-    } else {
-      approval.put("comment", comment);
-    }
-  }
 
   private void finishStep(int index, String stepStatus, JsonNode output) {
     ObjectNode step = step(index);
@@ -383,63 +297,5 @@ public final class RunStateMachine {
   private static boolean isDone(ObjectNode step) {
     String s = step.path("status").asText();
     return s.equals("succeeded") || s.equals("failed") || s.equals("canceled");
-  }
-
-  private void requireStatus(String action, RunStatus required) {
-    if (status != required) {
-      throw conflict(action);
-    }
-  }
-
-  private ApiException conflict(String action) {
-    return new ApiException(409, "run_state_conflict",
-        "cannot " + action + " a run that is " + status.wireName(), null,
-        Map.of(), Map.of("current_status", status.wireName()));
-  }
-
-  /** A run's new state and the events of the move that led to it. */
-  public record Moved(Run run, List<Event> events) {}
-
-  /**
-   * A run that cannot be read or moved (its stored documents are broken): it fails with
-   * internal_error, without its documents being read, so that it neither stays due for ever nor
-   * blocks the runs claimed with it.
-   */
-  public static Moved failedUnreadable(Run run, Instant now) {
-    String error = Json.string(Map.of("code", "internal_error",
-        "message", "the run's stored state could not be read; see the server log for " + run.id()));
-    // What the run record shows of it must stay JSON: a broken document is shown as empty.
-    Run failed = new Run(run.id(), run.workspaceId(), run.workflowId(), run.project(), RunStatus.FAILED.wireName(),
-        run.requiresApproval(), readable(run.inputs(), "{}"), run.createdAt(), now, now, readable(run.approval(), null),
-        error, run.definition(), readable(run.steps(), "[]"), run.currentStep(), null, null, null, run.version() + 1);
-    return new Moved(failed, List.of(event(run, "run.failed", ENGINE, null, null, Map.of("error", "internal_error"),
-        now)));
-  }
-
-  private static String readable(String json, String otherwise) {
-    if (json == null) {
-      return null;
-    }
-    try {
-      Json.tree(json);
-      return json;
-    } catch (RuntimeException e) {
-      return otherwise;
-    }
-  }
-
-  /** Records the first event of a new run. */
-  public static Event started(Run run, String actor) {
-    return event(run, "run.started", actor, null, null, Map.of("status", run.status()), run.createdAt());
-  }
-
-  private void record(String type, String actor, Integer step, Integer attempt, Map<String, ?> data) {
-    events.add(event(base, type, actor, step, attempt, data, now));
-  }
-
-  private static Event event(Run run, String type, String actor, Integer step, Integer attempt, Map<String, ?> data,
-      Instant at) {
-    return new Event(null, Ids.newId("evt", at.toEpochMilli()), run.workspaceId(), run.id(), run.workflowId(),
-        run.project(), type, actor, step, attempt, Json.string(data), at);
   }
 }

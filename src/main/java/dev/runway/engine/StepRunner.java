@@ -9,6 +9,7 @@ import dev.runway.run.Run;
 import dev.runway.run.RunDao;
 import dev.runway.workflow.Step;
 import java.time.Duration;
+import java.time.Instant;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Executor;
 import java.util.concurrent.ThreadLocalRandom;
@@ -23,7 +24,7 @@ import org.slf4j.LoggerFactory;
  * move is saved before the next call, so a crash loses at most the call in progress, which is then
  * made again (hence the Idempotency-Key it sends) if the step has attempts left.
  */
-final class StepRunner {
+final class StepRunner implements RunAdvancer {
   private static final Logger LOG = LoggerFactory.getLogger(StepRunner.class);
   private static final Duration MAX_BACKOFF = Duration.ofMinutes(5);
   /**
@@ -46,6 +47,13 @@ final class StepRunner {
     this.caller = caller;
     this.owner = owner;
     this.executor = executor;
+  }
+
+  @Override
+  public Engine.Claim claim(Run run, Instant now) {
+    RunStateMachine m = new RunStateMachine(run, now);
+    boolean call = planInstantMoves(m);
+    return Engine.Claim.of(m, call ? leaseForCall(m) : m.toRun(null, null), call);
   }
 
   /**
@@ -71,7 +79,8 @@ final class StepRunner {
    * run waits or ends. The future completes then; it fails only if a save failed (the lease runs out
    * and the run is taken up again).
    */
-  CompletableFuture<Void> call(Run calling, CallMemory.Reservation room) {
+  @Override
+  public CompletableFuture<Void> call(Run calling, CallMemory.Reservation room) {
     return CompletableFuture.supplyAsync(() -> callOnce(calling, room), executor)
         .thenCompose(answered -> answered)
         .thenCompose(next -> next == null ? CompletableFuture.completedFuture(null) : call(next, room));
@@ -91,7 +100,8 @@ final class StepRunner {
    * From now on, a run whose call has been answered is saved without starting its next call: the
    * next start (or another instance) makes it, and no attempt is cut off by this stop.
    */
-  void stop() {
+  @Override
+  public void stop() {
     stopping = true;
   }
 
@@ -136,13 +146,7 @@ final class StepRunner {
 
   /** Saves a move if the run is still as it was read; false when a caller's move (cancel, approve) came first. */
   private boolean save(Run next, RunStateMachine m) {
-    boolean saved = committer.commit(next.workspaceId(), tx -> {
-      if (tx.dao(RunDao.class).saveProgress(next) != 1) {
-        return false;
-      }
-      EventDao.insert(tx, m.events());
-      return true;
-    });
+    boolean saved = committer.commit(next.workspaceId(), tx -> m.saveIn(tx, next));
     if (!saved) {
       LOG.info("run {} changed while its http step ran; leaving it as it is now", next.id());
     }

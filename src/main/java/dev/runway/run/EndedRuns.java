@@ -32,7 +32,8 @@ final class EndedRuns {
   }
 
   private static long size(Run run) {
-    return run.id().length() + run.workspaceId().length() + run.workflowId().length() + run.project().length()
+    return run.id().length() + run.workspaceId().length() + length(run.workflowId()) + length(run.agentId())
+        + run.project().length()
         + run.status().length() + run.inputs().length() + length(run.approval()) + length(run.error())
         + run.definition().length() + run.steps().length() + 200; // the record itself and its times
   }

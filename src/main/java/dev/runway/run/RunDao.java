@@ -28,8 +28,8 @@ public interface RunDao {
   static void insert(Tx tx, Run run) {
     PreparedStatement ps = tx.batch("INSERT INTO run (id, workspace_id, workflow_id, project, status, "
         + "requires_approval, inputs, created_at, updated_at, finished_at, approval, error, definition, steps, "
-        + "current_step, due_at, lease_owner, lease_until, version) "
-        + "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+        + "current_step, due_at, lease_owner, lease_until, version, kind, agent_id) "
+        + "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
     try {
       ps.setString(1, run.id());
       ps.setString(2, run.workspaceId());
@@ -50,6 +50,8 @@ public interface RunDao {
       ps.setString(17, run.leaseOwner());
       Jdbc.setTime(ps, 18, run.leaseUntil());
       ps.setInt(19, run.version());
+      ps.setString(20, run.kind());
+      ps.setString(21, run.agentId());
       ps.addBatch();
     } catch (SQLException e) {
       throw new Jdbc.UncheckedSqlException(e);
@@ -111,7 +113,8 @@ public interface RunDao {
   }
 
   private static Run fromRow(ResultSet rs) throws SQLException {
-    return new Run(rs.getString("id"), rs.getString("workspace_id"), rs.getString("workflow_id"),
+    return new Run(rs.getString("id"), rs.getString("workspace_id"), rs.getString("kind"), rs.getString("workflow_id"),
+        rs.getString("agent_id"),
         rs.getString("project"), rs.getString("status"), rs.getBoolean("requires_approval"), rs.getString("inputs"),
         Jdbc.getTime(rs, "created_at"), Jdbc.getTime(rs, "updated_at"), Jdbc.getTime(rs, "finished_at"),
         rs.getString("approval"), rs.getString("error"), rs.getString("definition"), rs.getString("steps"),
@@ -127,6 +130,14 @@ public interface RunDao {
   default List<Run> list(String workspaceId, RunFilter f, int limit) {
     StringBuilder sql = new StringBuilder();
     Map<String, Object> params = new HashMap<>();
+    if (f.kind() != null) {
+      sql.append(" AND kind = :kind");
+      params.put("kind", f.kind());
+    }
+    if (f.agent() != null) {
+      sql.append(" AND agent_id = :agent");
+      params.put("agent", f.agent());
+    }
     if (f.workflow() != null) {
       sql.append(" AND workflow_id = :workflow");
       params.put("workflow", f.workflow());

@@ -1,5 +1,6 @@
 package dev.runway.run;
 
+import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.runway.core.Ids;
 import dev.runway.engine.Event;
@@ -22,10 +23,12 @@ import java.util.concurrent.Executor;
 /** HTTP handlers for starting, reading and listing runs. */
 public final class RunRoutes {
   private static final Set<String> START_FIELDS = Set.of("project", "inputs");
+  private static final Set<String> AGENT_START_FIELDS = Set.of("project", "input", "model");
+  private static final Set<String> MESSAGE_PARAMS = Set.of("limit", "starting_after");
   private static final Set<String> DECISION_FIELDS = Set.of("comment");
   private static final Set<String> EVENT_PARAMS = Set.of("limit", "starting_after");
   private static final Set<String> LIST_PARAMS =
-      Set.of("workflow", "project", "status", "created_after", "created_before", "limit", "starting_after");
+      Set.of("kind", "workflow", "agent", "project", "status", "created_after", "created_before", "limit", "starting_after");
   public static final String IDEMPOTENCY_KEY = "Idempotency-Key";
 
   private final RunService runs;
@@ -50,7 +53,19 @@ public final class RunRoutes {
         new RunService.StartRequest(workflowId, body.project(), body.inputs(), idempotencyKey);
     // The request thread does not wait for the commit: it serves other requests meanwhile. Under
     // load this is about a quarter more starts per second than a thread that waits (docs/performance.md).
-    CompletableFuture<RunService.Started> started = runs.start(AuthHandler.principal(ctx), request);
+    respond(ctx, runs.start(AuthHandler.principal(ctx), request));
+  }
+
+  /** POST /v1/agents/{id}/runs: starts an agent run, as durable as a workflow run's start. */
+  public void startAgent(Context ctx) {
+    String agentId = PathParams.slug(ctx, "id");
+    String idempotencyKey = idempotencyKey(ctx);
+    AgentStartBody body = agentStartBody(bodies.requiredObject(ctx));
+    respond(ctx, runs.startAgent(AuthHandler.principal(ctx), new RunService.AgentStartRequest(agentId, body.project(),
+        body.input(), body.model(), idempotencyKey)));
+  }
+
+  private void respond(Context ctx, CompletableFuture<RunService.Started> started) {
     ctx.future(() -> started.thenAcceptAsync(s -> {
       if (s.replayed()) {
         ctx.header("Idempotent-Replayed", "true");
@@ -66,7 +81,7 @@ public final class RunRoutes {
   public void list(Context ctx) {
     QueryParams q = QueryParams.of(ctx, LIST_PARAMS);
     int limit = q.integer("limit", 20, 1, 100);
-    RunFilter filter = new RunFilter(q.slug("workflow"), q.slug("project"), statuses(q.string("status")),
+    RunFilter filter = new RunFilter(kind(q.string("kind")), q.slug("workflow"), q.slug("agent"), q.slug("project"), statuses(q.string("status")),
         q.time("created_after"), q.time("created_before"), q.id("starting_after", "run"), null);
     List<Run> rows = runs.list(AuthHandler.principal(ctx), filter, limit + 1);
     Responses.json(ctx, 200, Page.of(rows, limit, RunView::of, RunView::id));
@@ -85,6 +100,15 @@ public final class RunRoutes {
   public void cancel(Context ctx) {
     checkCancelBody(bodies.optionalObject(ctx));
     Responses.json(ctx, 200, RunView.of(runs.cancel(AuthHandler.principal(ctx), runId(ctx))));
+  }
+
+  /** GET /v1/runs/{runId}/messages: an agent run's transcript, oldest first; the cursor is a message index. */
+  public void messages(Context ctx) {
+    QueryParams q = QueryParams.of(ctx, MESSAGE_PARAMS);
+    int limit = q.integer("limit", 100, 1, 1000);
+    int after = q.integer("starting_after", -1, -1, Integer.MAX_VALUE);
+    List<RunMessage> rows = runs.messages(AuthHandler.principal(ctx), runId(ctx), after, limit + 1);
+    Responses.json(ctx, 200, Page.of(rows, limit, MessageView::of, m -> String.valueOf(m.index())));
   }
 
   /** GET /v1/runs/{runId}/events: the run's timeline, oldest first. */
@@ -123,6 +147,24 @@ public final class RunRoutes {
     return new StartBody(fields.requiredSlug("project"), fields.optionalObject("inputs"));
   }
 
+  /** The fields of an agent run's start body. */
+  public record AgentStartBody(String project, JsonNode input, String model) {}
+
+  /** Checks an agent run's start body: {project, input (text or an object), model?}. */
+  public static AgentStartBody agentStartBody(ObjectNode body) {
+    JsonFields fields = JsonFields.of(body, AGENT_START_FIELDS);
+    String project = fields.requiredSlug("project");
+    JsonNode input = body.get("input");
+    if (input == null || !(input.isTextual() || input.isObject())) {
+      throw ApiException.validation("input", "input is required: the text or JSON object the agent works on");
+    }
+    String model = fields.optionalString("model", null, 200);
+    if (model != null && model.isBlank()) {
+      throw ApiException.validation("model", "model must not be blank: leave it out to use the agent's");
+    }
+    return new AgentStartBody(project, input, model);
+  }
+
   /** The comment of an approve or reject body: {comment?}, at most 1000 characters; null when absent. */
   public static String decisionComment(ObjectNode body) {
     return JsonFields.of(body, DECISION_FIELDS).optionalString("comment", null, 1000);
@@ -139,6 +181,13 @@ public final class RunRoutes {
       throw ApiException.notFound("run_not_found", "no run '" + runId + "' in this workspace");
     }
     return runId;
+  }
+
+  private static String kind(String text) {
+    if (text != null && !text.equals(Run.WORKFLOW) && !text.equals(Run.AGENT)) {
+      throw ApiException.validation("kind", "kind must be workflow or agent");
+    }
+    return text;
   }
 
   private static List<String> statuses(String text) {

@@ -1,6 +1,10 @@
 package dev.runway.run;
 
+import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.runway.agent.Agent;
+import dev.runway.agent.AgentDefinition;
+import dev.runway.agent.AgentService;
 import dev.runway.auth.Principal;
 import dev.runway.core.Ids;
 import dev.runway.core.Json;
@@ -11,7 +15,9 @@ import dev.runway.db.GroupCommitter;
 import dev.runway.db.SqlErrors;
 import dev.runway.db.Tx;
 import dev.runway.engine.Event;
+import dev.runway.engine.AgentRunMachine;
 import dev.runway.engine.EventDao;
+import dev.runway.engine.RunMachine;
 import dev.runway.engine.RunStateMachine;
 import dev.runway.http.ApiException;
 import dev.runway.workflow.Step;
@@ -26,10 +32,14 @@ import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.Consumer;
+import java.util.function.Supplier;
 import org.jdbi.v3.core.Jdbi;
 import org.jdbi.v3.core.JdbiException;
 
-/** Starts runs (with Idempotency-Key replay), reads them and their events, and applies callers' moves (approve, reject, cancel). */
+/**
+ * Starts workflow and agent runs (with Idempotency-Key replay), reads them, their events and
+ * transcripts, and applies callers' moves (approve, reject, cancel).
+ */
 public final class RunService {
   private final Jdbi jdbi;
   private final GroupCommitter committer;
@@ -44,15 +54,20 @@ public final class RunService {
   private final WeighedCache<String, Template> templates = new WeighedCache<>(2_000_000, (key, t) ->
       key.length() + t.source().length() + t.definition().length() + t.steps().length() + 100);
   private final EndedRuns endedRuns = new EndedRuns();
+  /** Agents' parsed definitions by workspace and agent id (about 1 MB), so a start checks no schema again. */
+  private final WeighedCache<String, ParsedAgent> parsedAgents =
+      new WeighedCache<>(1_000_000, (key, p) -> key.length() + 3L * p.source().length() + 100);
+  private final AgentService agents;
 
   /**
    * Writes go through {@code committer} (group commit); {@code runDue} is told when a run became
    * due now (the engine then looks at once); approval gates without a time-out of their own get
    * {@code approvalTimeoutSeconds}.
    */
-  public RunService(Jdbi jdbi, GroupCommitter committer, WorkflowService workflows, Duration idempotencyTtl,
-      long approvalTimeoutSeconds, Runnable runDue) {
+  public RunService(Jdbi jdbi, GroupCommitter committer, WorkflowService workflows, AgentService agents,
+      Duration idempotencyTtl, long approvalTimeoutSeconds, Runnable runDue) {
     this.jdbi = jdbi;
+    this.agents = agents;
     this.committer = committer;
     this.workflows = workflows;
     this.idempotencyTtl = idempotencyTtl;
@@ -63,26 +78,39 @@ public final class RunService {
   /** A start request after validation at the edge. */
   public record StartRequest(String workflowId, String project, ObjectNode inputs, String idempotencyKey) {}
 
+  /** An agent run's start request after validation at the edge: {@code input} is text or an object; {@code model} may be null. */
+  public record AgentStartRequest(String agentId, String project, JsonNode input, String model, String idempotencyKey) {}
+
   /** The response to send: status and JSON body, and whether it is a replay of a stored one. */
   public record Started(int status, String body, boolean replayed) {}
 
   /**
-   * Starts a run. Without an Idempotency-Key the returned future completes once the run is
+   * Starts a workflow run. Without an Idempotency-Key the returned future completes once the run is
    * committed, on the thread that wakes committers (see {@link GroupCommitter#submit}): the request
    * thread need not wait for it. With a key, the start is settled before this returns (a concurrent
    * twin is resolved by reading the stored response, which must not happen on that thread).
    */
   public CompletableFuture<Started> start(Principal caller, StartRequest request) {
-    if (!caller.mayUseProject(request.project())) {
-      throw new ApiException(403, "project_forbidden",
-          "this API key may not use project '" + request.project() + "'", "project");
+    return start(caller, request.project(), request.idempotencyKey(), () -> requestHash(request),
+        () -> firstMoves(newRun(caller, request), caller));
+  }
+
+  /** Starts an agent run, as {@link #start} does a workflow run; 404 if the agent is missing or archived. */
+  public CompletableFuture<Started> startAgent(Principal caller, AgentStartRequest request) {
+    return start(caller, request.project(), request.idempotencyKey(), () -> requestHash(request),
+        () -> firstAgentMoves(caller, request));
+  }
+
+  private CompletableFuture<Started> start(Principal caller, String project, String idempotencyKey,
+      Supplier<String> requestHash, Supplier<Firsts> firstMoves) {
+    if (!caller.mayUseProject(project)) {
+      throw new ApiException(403, "project_forbidden", "this API key may not use project '" + project + "'", "project");
     }
-    if (request.idempotencyKey() != null) {
-      return CompletableFuture.completedFuture(startOnce(caller, request));
+    if (idempotencyKey != null) {
+      return CompletableFuture.completedFuture(startOnce(caller, idempotencyKey, requestHash.get(), firstMoves));
     }
-    Run run = newRun(caller, request);
-    String body = Json.string(RunView.of(run));
-    Firsts firsts = firstMoves(run, caller);
+    Firsts firsts = firstMoves.get();
+    String body = Json.string(RunView.of(firsts.started()));
     return committer.submit(caller.workspaceId(), tx -> insert(tx, firsts)).thenApply(stored -> {
       firsts.wakeEngine(runDue);
       return new Started(200, body, false);
@@ -91,29 +119,28 @@ public final class RunService {
 
   /**
    * A start with an Idempotency-Key. A stored response is replayed before anything else is looked
-   * at: a retry gets what the first request got even if the workflow was archived since.
+   * at: a retry gets what the first request got even if the workflow (or agent) was archived since.
    */
-  private Started startOnce(Principal caller, StartRequest request) {
-    String requestHash = requestHash(request);
-    Optional<Started> replay = replay(caller, request.idempotencyKey(), requestHash);
+  private Started startOnce(Principal caller, String idempotencyKey, String requestHash, Supplier<Firsts> firstMoves) {
+    Optional<Started> replay = replay(caller, idempotencyKey, requestHash);
     if (replay.isPresent()) {
       return replay.get();
     }
-    Run run = newRun(caller, request);
+    Firsts firsts = firstMoves.get();
+    Run run = firsts.started();
     String body = Json.string(RunView.of(run));
-    Firsts firsts = firstMoves(run, caller);
     try {
       committer.commit(caller.workspaceId(), tx -> {
         IdempotencyDao keys = tx.dao(IdempotencyDao.class);
-        keys.deleteIfExpired(caller.workspaceId(), caller.keyId(), request.idempotencyKey(), run.createdAt());
+        keys.deleteIfExpired(caller.workspaceId(), caller.keyId(), idempotencyKey, run.createdAt());
         // The key's row goes in with the run: a concurrent twin fails on it (or waits for it), then replays.
-        keys.insert(new IdempotencyRecord(caller.workspaceId(), caller.keyId(), request.idempotencyKey(),
+        keys.insert(new IdempotencyRecord(caller.workspaceId(), caller.keyId(), idempotencyKey,
             requestHash, 200, body, run.createdAt(), run.createdAt().plus(idempotencyTtl)));
         return insert(tx, firsts);
       });
     } catch (JdbiException e) {
       if (SqlErrors.isUniqueViolation(e) || SqlErrors.isLockTimeout(e)) {
-        return replay(caller, request.idempotencyKey(), requestHash).orElseThrow(() -> new ApiException(409,
+        return replay(caller, idempotencyKey, requestHash).orElseThrow(() -> new ApiException(409,
             "idempotency_in_progress", "a request with this Idempotency-Key is still being served; retry shortly",
             null, Map.of("Retry-After", "1")));
       }
@@ -146,7 +173,7 @@ public final class RunService {
             "no workflow '" + request.workflowId() + "' in this workspace"));
     Template template = template(workflow);
     Instant now = Time.now();
-    return new Run(Ids.newId("run", now.toEpochMilli()), caller.workspaceId(), workflow.id(),
+    return new Run(Ids.newId("run", now.toEpochMilli()), caller.workspaceId(), Run.WORKFLOW, workflow.id(), null,
         request.project(), RunStatus.RUNNING.wireName(), workflow.requiresApproval(), Json.string(request.inputs()),
         now, now, null, null, null, template.definition(), template.steps(),
         workflow.requiresApproval() ? -1 : 0, now, null, null, 0);
@@ -174,8 +201,11 @@ public final class RunService {
     return made;
   }
 
-  /** A new run as it is stored: moved on as far as it goes without waiting, and its events. */
-  private record Firsts(Run run, List<Event> events, boolean callDue) {
+  /**
+   * A new run as it started ({@code started}, what the caller is shown) and as it is stored: moved
+   * on as far as it goes without waiting, with its events and first messages.
+   */
+  private record Firsts(Run started, Run run, List<Event> events, List<RunMessage> messages, boolean callDue) {
     void wakeEngine(Runnable runDue) {
       if (callDue) {
         runDue.run();
@@ -195,12 +225,54 @@ public final class RunService {
     List<Event> events = new ArrayList<>();
     events.add(RunStateMachine.started(run, caller.keyId()));
     events.addAll(machine.events());
-    return new Firsts(machine.toRun(null, null), events, callDue);
+    return new Firsts(run, machine.toRun(null, null), events, List.of(), callDue);
   }
+
+  /**
+   * A new agent run: the agent as it is now, the model it asks for (the request's, or the agent's),
+   * its first messages (instructions and input); its first model call is due at once, unless the
+   * agent requires approval to start.
+   */
+  private Firsts firstAgentMoves(Principal caller, AgentStartRequest request) {
+    Agent agent = agents.get(caller.workspaceId(), request.agentId());
+    if (agent.archived()) {
+      throw ApiException.notFound("agent_not_found", "no agent '" + request.agentId() + "' in this workspace");
+    }
+    AgentDefinition definition = agentDefinition(agent);
+    Instant now = Time.now();
+    Run run = new Run(Ids.newId("run", now.toEpochMilli()), caller.workspaceId(), Run.AGENT, null, agent.id(),
+        request.project(), RunStatus.RUNNING.wireName(), definition.requiresApproval(), Json.string(request.input()),
+        now, now, null, null, null,
+        AgentRunMachine.definitionJson(definition, request.model() != null ? request.model() : definition.model()),
+        AgentRunMachine.initialProgress(now.plusSeconds(definition.limits().timeoutSeconds())),
+        definition.requiresApproval() ? -1 : 0, now, null, null, 0);
+    AgentRunMachine machine = new AgentRunMachine(run, now);
+    machine.begin(request.input());
+    boolean callDue = machine.moveUntilWaiting(approvalTimeoutSeconds, 1) != AgentRunMachine.Next.NOTHING;
+    List<Event> events = new ArrayList<>();
+    events.add(RunMachine.started(run, caller.keyId()));
+    events.addAll(machine.events());
+    return new Firsts(run, machine.toRun(null, null), events, machine.messages(), callDue);
+  }
+
+  /** An agent's definition, parsed (its schemas checked) once per version of the agent. */
+  private AgentDefinition agentDefinition(Agent agent) {
+    String key = agent.workspaceId() + "/" + agent.id();
+    ParsedAgent cached = parsedAgents.get(key);
+    if (cached != null && cached.source().equals(agent.definition())) {
+      return cached.definition();
+    }
+    AgentDefinition parsed = AgentDefinition.of(agent);
+    parsedAgents.put(key, new ParsedAgent(agent.definition(), parsed));
+    return parsed;
+  }
+
+  private record ParsedAgent(String source, AgentDefinition definition) {}
 
   private static Run insert(Tx tx, Firsts firsts) {
     RunDao.insert(tx, firsts.run());
     EventDao.insert(tx, firsts.events());
+    RunMessageDao.insert(tx, firsts.messages());
     return firsts.run();
   }
 
@@ -223,13 +295,13 @@ public final class RunService {
    * approval past its time-out has failed, whether or not an engine noticed yet: then that expiry
    * is recorded instead, and the move is refused as for any ended run.
    */
-  private Run move(Principal caller, String runId, Consumer<RunStateMachine> move) {
+  private Run move(Principal caller, String runId, Consumer<RunMachine> move) {
     AtomicBoolean tooLate = new AtomicBoolean();
     Run saved = committer.commit(caller.workspaceId(), tx -> {
       RunDao runs = tx.dao(RunDao.class);
       Run run = runs.findForUpdate(caller.workspaceId(), runId).orElseThrow(() -> runNotFound(runId));
       checkProject(caller, run);
-      RunStateMachine machine = new RunStateMachine(run, Time.now());
+      RunMachine machine = RunMachine.of(run, Time.now());
       tooLate.set(machine.approvalTimedOut());
       if (tooLate.get()) {
         machine.expireApproval();
@@ -238,14 +310,13 @@ public final class RunService {
       }
       // A caller's move ends any engine lease: an engine still holding the old version will not save.
       Run next = machine.toRun(null, null);
-      if (runs.saveProgress(next) != 1) {
+      if (!machine.saveIn(tx, next)) {
         throw new IllegalStateException("run " + runId + " changed under its row lock");
       }
-      EventDao.insert(tx, machine.events());
       return next;
     });
     if (tooLate.get()) {
-      move.accept(new RunStateMachine(saved, Time.now())); // an ended run: 409 run_state_conflict
+      move.accept(RunMachine.of(saved, Time.now())); // an ended run: 409 run_state_conflict
     }
     if (saved.dueAt() != null) {
       runDue.run();
@@ -294,6 +365,21 @@ public final class RunService {
     return Sha256.hex(canonical);
   }
 
+  private static String requestHash(AgentStartRequest request) {
+    String canonical = "POST /v1/agents/" + request.agentId() + "/runs\n" + request.project() + "\n"
+        + Json.canonical(request.input()) + "\n" + (request.model() == null ? "" : request.model());
+    return Sha256.hex(canonical);
+  }
+
+  /** An agent run's transcript, oldest first, after message {@code afterIndex} (-1: from the start); a workflow run has none. */
+  public List<RunMessage> messages(Principal caller, String runId, int afterIndex, int limit) {
+    Run run = get(caller, runId);
+    if (!run.isAgent()) {
+      return List.of();
+    }
+    return jdbi.withExtension(RunMessageDao.class, dao -> dao.page(runId, afterIndex, limit));
+  }
+
   /** The run; an ended one from memory when this instance has read it before (see EndedRuns). */
   public Run get(Principal caller, String runId) {
     Run run = endedRuns.find(caller.workspaceId(), runId).orElseGet(() -> {
@@ -312,7 +398,7 @@ public final class RunService {
       throw new ApiException(403, "project_forbidden",
           "this API key may not use project '" + filter.project() + "'", "project");
     }
-    RunFilter scoped = new RunFilter(filter.workflow(), filter.project(), filter.statuses(), filter.createdAfter(),
+    RunFilter scoped = new RunFilter(filter.kind(), filter.workflow(), filter.agent(), filter.project(), filter.statuses(), filter.createdAfter(),
         filter.createdBefore(), filter.startingAfter(), caller.projects());
     return jdbi.withExtension(RunDao.class, dao -> dao.list(caller.workspaceId(), scoped, limit));
   }

@@ -47,8 +47,10 @@ class ReadRunsTest {
       ObjectNode expected = ((ObjectNode) started.json()).deepCopy();
       expected.put("status", "awaiting_approval").set("approval", read.json().get("approval"));
       assertEquals(expected, read.json(), "every other field, inputs included, as start returned it");
-      assertEquals(List.of("id", "workflow", "status", "requires_approval", "created_at", "project", "inputs",
-          "updated_at", "finished_at", "approval", "error", "steps"), fieldNames(read.json()));
+      assertEquals(List.of("id", "workflow", "status", "requires_approval", "created_at", "kind", "agent", "project",
+          "inputs", "updated_at", "finished_at", "approval", "error", "steps"), fieldNames(read.json()));
+      assertEquals("workflow", read.json().get("kind").asText());
+      assertTrue(read.json().get("agent").isNull(), "a workflow run has agent: null");
       assertEquals(Api.json("{\"n\":1,\"price\":1.50,\"tags\":[\"a\",null],\"deep\":{\"x\":\"é\"}}"),
           read.json().get("inputs"), "inputs as sent");
       assertEquals(api.workspace, api.storedRun(id).orElseThrow().get("workspace_id"));
@@ -138,7 +140,7 @@ class ReadRunsTest {
       String id = http.startRun("hello", "demo").json().get("id").asText();
       Run ended = api.jdbi().withHandle(h -> RunDao.find(h, api.workspace, id)).orElseThrow();
       assertEquals("succeeded", ended.status());
-      Run changed = new Run(ended.id(), ended.workspaceId(), ended.workflowId(), ended.project(), "running",
+      Run changed = new Run(ended.id(), ended.workspaceId(), ended.kind(), ended.workflowId(), null, ended.project(), "running",
           ended.requiresApproval(), ended.inputs(), ended.createdAt(), Instant.now(), null, ended.approval(),
           ended.error(), ended.definition(), ended.steps(), 0, Instant.now(), null, null, ended.version() + 1);
       assertEquals(0, (int) api.jdbi().withExtension(RunDao.class, dao -> dao.saveProgress(changed)));

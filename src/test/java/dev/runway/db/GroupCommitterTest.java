@@ -80,7 +80,7 @@ class GroupCommitterTest {
   }
 
   private static Event event(Api api, String runId, String id) {
-    return new Event(null, id, api.workspace, runId, "hello", "demo", "test.event", "test", null, null, "{}",
+    return new Event(null, id, api.workspace, runId, "hello", null, "demo", "test.event", "test", null, null, "{}",
         Instant.now());
   }
 

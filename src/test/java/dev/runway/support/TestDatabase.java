@@ -6,6 +6,7 @@ import dev.runway.config.Settings;
 import dev.runway.db.Database;
 import dev.runway.engine.Engine;
 import dev.runway.engine.EngineSettings;
+import dev.runway.engine.ModelSettings;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.sql.Connection;
@@ -67,7 +68,7 @@ public enum TestDatabase {
         .with("engine.retry_base_ms", "20")
         .with("engine.poll_interval_ms", "50"));
     Engine started = Engine.start(db.services().database().jdbi(), db.services().database().committer(),
-        EngineSettings.from(settings), db.services().secrets(), this == H2);
+        EngineSettings.from(settings), ModelSettings.from(settings), db.services().secrets(), this == H2);
     engine = started;
     return started;
   }

@@ -1,0 +1,444 @@
+package dev.runway.engine;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.runway.agent.AgentDefinition;
+import dev.runway.agent.ToolSchemas;
+import dev.runway.core.Json;
+import dev.runway.core.WeighedCache;
+import dev.runway.run.Run;
+import dev.runway.run.RunMessage;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.List;
+import java.util.Map;
+import java.util.stream.Collectors;
+
+/**
+ * An agent run's progress and the moves it may make, on top of what every run shares
+ * ({@link RunMachine}): turns of the model, each answer stored before anything is done with it,
+ * then the tool calls of that answer one after another, each result stored as a tool message,
+ * then the next turn, until the model answers without tool calls. Limits, bad tool calls and the
+ * model's failures end the run.
+ *
+ * <p>Its progress document: {@code phase} ("model": the next move is a model call; "tools": the
+ * last answer's tool calls are being worked through), {@code turns}, {@code messages} (the
+ * transcript's length), {@code usage}, {@code output}, {@code deadline}, {@code model_attempt} and
+ * {@code model_calling} (an attempt started and not recorded), {@code bad_in_a_row} and
+ * {@code model_endpoint} (of the last model call), {@code tool_calls} (of the last answer: id, name, arguments as the model sent them, status
+ * pending, approved, calling or done, attempts).
+ */
+public final class AgentRunMachine extends RunMachine {
+  /** Bad tool calls in a row that end the run (invalid_tool_calls). */
+  public static final int BAD_CALLS_IN_A_ROW = 3;
+  /** Times a tool call cut off by a stop is sent again before it counts as failed. */
+  static final int MAX_TOOL_ATTEMPTS = 3;
+
+  /** What the run calls next. */
+  public enum Next { NOTHING, MODEL, TOOL }
+
+  /** What an agent run started with: the agent as it was, and the model it asks for. */
+  public record Definition(AgentDefinition agent, String model) {}
+
+  /** Definitions are shared by the runs of an agent version: each is parsed (its schemas too) once. */
+  private static final WeighedCache<String, Definition> PARSED =
+      new WeighedCache<>(3_000_000, (text, d) -> 4L * text.length());
+
+  private final Definition definition;
+  private final ObjectNode state;
+
+  public AgentRunMachine(Run run, Instant now) {
+    super(run, now);
+    this.definition = parsed(run.definition(), run.agentId());
+    this.state = (ObjectNode) Json.tree(run.steps());
+  }
+
+  private static Definition parsed(String text, String agentId) {
+    Definition d = PARSED.get(text);
+    if (d == null) {
+      JsonNode json = Json.tree(text);
+      d = new Definition(AgentDefinition.parse(agentId, (ObjectNode) json.get("agent").deepCopy()),
+          json.get("model").asText());
+      PARSED.put(text, d);
+    }
+    return d;
+  }
+
+  /** The definition a new run stores. */
+  public static String definitionJson(AgentDefinition agent, String model) {
+    ObjectNode d = Json.MAPPER.createObjectNode().put("model", model);
+    d.set("agent", agent.toJson());
+    return Json.string(d);
+  }
+
+  /** The progress of a new run that must end by {@code deadline}. */
+  public static String initialProgress(Instant deadline) {
+    ObjectNode s = Json.MAPPER.createObjectNode();
+    s.putNull("output").putNull("model_endpoint");
+    s.putObject("usage").put("model_calls", 0).put("tool_calls", 0).put("prompt_tokens", 0)
+        .put("completion_tokens", 0).put("total_tokens", 0);
+    s.put("phase", "model").put("turns", 0).put("messages", 0).put("deadline", Json.TIME.format(deadline))
+        .put("model_attempt", 0).put("model_calling", false).put("bad_in_a_row", 0).putArray("tool_calls");
+    return Json.string(s);
+  }
+
+  public Definition definition() {
+    return definition;
+  }
+
+  @Override
+  protected String progress() {
+    return Json.string(state);
+  }
+
+  /** A new run's first messages: the instructions (as the system message) and the input. */
+  public void begin(JsonNode input) {
+    if (!definition.agent().instructions().isEmpty()) {
+      addMessage("system", definition.agent().instructions(), null, null);
+    }
+    addMessage("user", input.isTextual() ? input.asText() : Json.string(input), null, null);
+  }
+
+  private Instant deadline() {
+    return Instant.parse(state.get("deadline").asText());
+  }
+
+  private AgentDefinition.Limits limits() {
+    return definition.agent().limits();
+  }
+
+  /**
+   * Makes every move that needs no waiting (the start's approval gate, bad tool calls answered with
+   * their error, a limit reached, a tool call's approval) and returns what the run calls next, or
+   * NOTHING when it waits or ended. {@code maxModelAttempts} counts a model call's first attempt.
+   */
+  public Next moveUntilWaiting(long approvalTimeoutSeconds, int maxModelAttempts) {
+    while (true) {
+      if (ended()) {
+        dueAt = null;
+        return Next.NOTHING;
+      }
+      if (status == dev.runway.run.RunStatus.AWAITING_APPROVAL) {
+        if (approvalTimedOut()) {
+          expireApproval();
+          continue;
+        }
+        dueAt = Instant.parse(approval.path("expires_at").asText());
+        return Next.NOTHING;
+      }
+      if (currentStep < 0) {
+        awaitApproval(approvalTimeoutSeconds, null);
+        return Next.NOTHING;
+      }
+      if (!now.isBefore(deadline())) {
+        fail("timeout", "the run did not finish within its limit of " + limits().timeoutSeconds() + " s", null);
+        continue;
+      }
+      if (state.get("phase").asText().equals("model")) {
+        if (state.get("model_calling").asBoolean()) {
+          modelCallCutOff(maxModelAttempts);
+          continue;
+        }
+        if (dueAt != null && now.isBefore(dueAt)) {
+          return Next.NOTHING; // waiting to retry the model
+        }
+        if (state.get("turns").asInt() >= limits().maxTurns()) {
+          fail("max_turns_exceeded", "the model was called " + limits().maxTurns() + " times (limits.max_turns) "
+              + "and still asked for tools", null);
+          continue;
+        }
+        dueAt = now;
+        return Next.MODEL;
+      }
+      ObjectNode call = nextToolCall();
+      if (call == null) {
+        state.put("phase", "model");
+        continue;
+      }
+      String callStatus = call.get("status").asText();
+      if (callStatus.equals("calling")) {
+        if (call.get("attempts").asInt() >= MAX_TOOL_ATTEMPTS) {
+          toolResult(call, false, null, "the call was cut off " + MAX_TOOL_ATTEMPTS + " times before its answer "
+              + "was recorded (the server stopped)", "failed");
+          continue;
+        }
+        dueAt = now;
+        return Next.TOOL; // sent again, with the same Idempotency-Key
+      }
+      if (callStatus.equals("pending")) {
+        AgentDefinition.Tool tool = tool(call.get("name").asText());
+        if (tool == null) {
+          toolResult(call, false, null, "there is no tool named '" + call.get("name").asText() + "'; the tools are: "
+              + definition.agent().tools().stream().map(AgentDefinition.Tool::name).collect(Collectors.joining(", ")),
+              "invalid");
+          continue;
+        }
+        JsonNode arguments = arguments(call);
+        if (arguments == null) {
+          toolResult(call, false, null, "the arguments are not a JSON object: " + abbreviate(call.get("arguments")
+              .asText(), 200), "invalid");
+          continue;
+        }
+        List<String> violations = ToolSchemas.violations(tool.parameters(), arguments);
+        if (!violations.isEmpty()) {
+          toolResult(call, false, null, "the arguments do not match the tool's parameters: "
+              + String.join("; ", violations), "invalid");
+          continue;
+        }
+        if (tool.requiresApproval()) {
+          ObjectNode pending = awaitApproval(approvalTimeoutSeconds, null);
+          ObjectNode asked = pending.putObject("tool_call").put("id", call.get("id").asText()).put("name", tool.name());
+          asked.set("arguments", arguments);
+          return Next.NOTHING;
+        }
+      }
+      if (state.with("usage").get("tool_calls").asInt() >= limits().maxToolCalls()) {
+        fail("max_tool_calls_exceeded", "the run made " + limits().maxToolCalls() + " tool calls "
+            + "(limits.max_tool_calls) and the model asked for more", null);
+        continue;
+      }
+      dueAt = now;
+      return Next.TOOL;
+    }
+  }
+
+  // ---- model calls ----
+
+  /** Whether the run's call in progress is a model call (else a tool call). */
+  public boolean callingModel() {
+    return state.get("phase").asText().equals("model");
+  }
+
+  public int modelAttempt() {
+    return state.get("model_attempt").asInt();
+  }
+
+  /**
+   * Records a model call to {@code endpoint} as started, before it goes out (it counts even if its
+   * answer is never recorded).
+   */
+  public void startModelCall(String endpoint) {
+    int attempt = modelAttempt() + 1;
+    state.put("model_attempt", attempt).put("model_calling", true).put("model_endpoint", endpoint);
+    ObjectNode usage = state.with("usage");
+    if (attempt == 1) {
+      usage.put("model_calls", usage.get("model_calls").asInt() + 1);
+    }
+    record("model_call.started", ENGINE, null, attempt, data("model", definition.model(), "turn",
+        state.get("turns").asInt() + 1));
+  }
+
+  /** The Chat Completions request of the next turn, from the transcript so far. */
+  public ObjectNode modelRequest(List<RunMessage> transcript) {
+    ObjectNode request = Json.MAPPER.createObjectNode().put("model", definition.model());
+    ArrayNode messages = request.putArray("messages");
+    for (RunMessage m : transcript) {
+      ObjectNode message = messages.addObject().put("role", m.role());
+      message.put("content", m.content());
+      if (m.toolCalls() != null) {
+        message.set("tool_calls", Json.tree(m.toolCalls()));
+      }
+      if (m.toolCallId() != null) {
+        message.put("tool_call_id", m.toolCallId());
+      }
+    }
+    if (!definition.agent().tools().isEmpty()) {
+      ArrayNode tools = request.putArray("tools");
+      for (AgentDefinition.Tool t : definition.agent().tools()) {
+        ObjectNode function = tools.addObject().put("type", "function").putObject("function")
+            .put("name", t.name()).put("description", t.description());
+        function.set("parameters", t.parameters());
+      }
+    }
+    return request;
+  }
+
+  /** The model answered: the answer is stored, then the run succeeds or works through its tool calls. */
+  public void modelAnswered(ModelOutcome.Answer answer) {
+    int attempt = modelAttempt();
+    int turn = state.get("turns").asInt() + 1;
+    state.put("model_calling", false).put("model_attempt", 0).put("turns", turn);
+    ObjectNode usage = state.with("usage");
+    usage.put("prompt_tokens", usage.get("prompt_tokens").asLong() + answer.promptTokens());
+    usage.put("completion_tokens", usage.get("completion_tokens").asLong() + answer.completionTokens());
+    usage.put("total_tokens", usage.get("total_tokens").asLong() + answer.totalTokens());
+    ArrayNode calls = Json.MAPPER.createArrayNode();
+    for (ModelOutcome.ToolCall c : answer.toolCalls()) {
+      calls.addObject().put("id", c.id()).put("type", "function").putObject("function").put("name", c.name())
+          .put("arguments", c.arguments());
+    }
+    addMessage("assistant", answer.content(), calls.isEmpty() ? null : Json.string(calls), null);
+    if (answer.content() != null && !answer.content().isBlank()) {
+      state.put("output", answer.content());
+    }
+    record("model_call.finished", ENGINE, null, attempt, data("outcome", "succeeded", "turn", turn,
+        "finish_reason", answer.finishReason(), "tool_calls", answer.toolCalls().size(),
+        "usage", Map.of("prompt_tokens", answer.promptTokens(), "completion_tokens", answer.completionTokens(),
+            "total_tokens", answer.totalTokens())));
+    if (usage.get("total_tokens").asLong() > limits().maxTotalTokens()) {
+      fail("token_budget_exceeded", "the run used " + usage.get("total_tokens").asLong() + " tokens, over its "
+          + "limit of " + limits().maxTotalTokens() + " (limits.max_total_tokens)", null);
+      return;
+    }
+    if (answer.toolCalls().isEmpty()) {
+      succeed();
+      return;
+    }
+    ArrayNode pending = state.putArray("tool_calls");
+    for (ModelOutcome.ToolCall c : answer.toolCalls()) {
+      pending.addObject().put("id", c.id()).put("name", c.name()).put("arguments", c.arguments())
+          .put("status", "pending").put("attempts", 0);
+    }
+    state.put("phase", "tools");
+    dueAt = now;
+  }
+
+  /** A model call failed: it is tried again at {@code retryAt}, or (null) the run fails with model_error. */
+  public void modelFailed(ModelOutcome.Failure failure, Instant retryAt) {
+    int attempt = modelAttempt();
+    state.put("model_calling", false);
+    record("model_call.finished", ENGINE, null, attempt, data("outcome", "failed",
+        "http_status", failure.httpStatus(), "message", failure.message()));
+    if (retryAt != null) {
+      Instant deadline = deadline();
+      dueAt = retryAt.isBefore(deadline) ? retryAt : deadline;
+      return;
+    }
+    ObjectNode details = Json.MAPPER.createObjectNode();
+    if (failure.httpStatus() == null) {
+      details.putNull("http_status");
+    } else {
+      details.put("http_status", failure.httpStatus());
+    }
+    details.put("attempts", attempt);
+    fail("model_error", failure.message() + (attempt > 1 ? " (after " + attempt + " attempts)" : ""), details);
+  }
+
+  private void modelCallCutOff(int maxModelAttempts) {
+    ModelOutcome.Failure cutOff = new ModelOutcome.Failure(null,
+        "the model call was cut off before its answer was recorded (the server stopped)", true, null);
+    modelFailed(cutOff, modelAttempt() < maxModelAttempts ? now : null);
+  }
+
+  // ---- tool calls ----
+
+  /** The tool call in progress or next: the first of the last answer's that is not done. */
+  public ObjectNode nextToolCall() {
+    for (JsonNode c : state.withArray("tool_calls")) {
+      if (!c.get("status").asText().equals("done")) {
+        return (ObjectNode) c;
+      }
+    }
+    return null;
+  }
+
+  public AgentDefinition.Tool tool(String name) {
+    for (AgentDefinition.Tool t : definition.agent().tools()) {
+      if (t.name().equals(name)) {
+        return t;
+      }
+    }
+    return null;
+  }
+
+  /** The call's arguments as a JSON object, or null when the model sent something else. */
+  public static JsonNode arguments(ObjectNode call) {
+    try {
+      JsonNode parsed = Json.parseUntrusted(call.get("arguments").asText().getBytes(java.nio.charset.StandardCharsets.UTF_8));
+      return parsed.isObject() ? parsed : null;
+    } catch (Json.InvalidJson e) {
+      return null;
+    }
+  }
+
+  /** Records the next tool call as started, before it goes out. */
+  public void startToolCall() {
+    ObjectNode call = nextToolCall();
+    int attempt = call.get("attempts").asInt() + 1;
+    call.put("status", "calling").put("attempts", attempt);
+    if (attempt == 1) {
+      ObjectNode usage = state.with("usage");
+      usage.put("tool_calls", usage.get("tool_calls").asInt() + 1);
+    }
+    record("tool_call.started", ENGINE, null, attempt, data("tool_call_id", call.get("id").asText(),
+        "name", call.get("name").asText()));
+  }
+
+  /** The tool call in progress ended: its result goes to the model in the next turn. */
+  public void toolAnswered(boolean ok, Integer httpStatus, String content, String message) {
+    toolResult(nextToolCall(), ok, httpStatus, ok ? content : message, ok ? "succeeded" : "failed");
+  }
+
+  /**
+   * Stores the call's result as a tool message (an error as {"error": …}) and counts bad calls in a
+   * row: the third ends the run with invalid_tool_calls.
+   */
+  private void toolResult(ObjectNode call, boolean ok, Integer httpStatus, String contentOrError, String outcome) {
+    String content = ok ? contentOrError : Json.string(Map.of("error", contentOrError));
+    call.put("status", "done").put("outcome", outcome);
+    addMessage("tool", content, null, call.get("id").asText());
+    record("tool_call.finished", ENGINE, null, call.get("attempts").asInt(), data("tool_call_id",
+        call.get("id").asText(), "name", call.get("name").asText(), "outcome", outcome, "http_status", httpStatus,
+        "message", ok ? null : contentOrError));
+    boolean bad = !ok && !outcome.equals("rejected");
+    int inARow = bad ? state.get("bad_in_a_row").asInt() + 1 : 0;
+    state.put("bad_in_a_row", inARow);
+    if (inARow >= BAD_CALLS_IN_A_ROW) {
+      fail("invalid_tool_calls", BAD_CALLS_IN_A_ROW + " tool calls in a row failed; the last: " + contentOrError,
+          null);
+    }
+  }
+
+  // ---- approvals and cancel ----
+
+  @Override
+  protected void approved(String actor, String comment) {
+    if (currentStep < 0) {
+      currentStep = 0; // the start's gate
+      return;
+    }
+    extendDeadline();
+    ObjectNode call = nextToolCall();
+    if (call != null) {
+      call.put("status", "approved");
+    }
+  }
+
+  @Override
+  protected boolean rejected(String actor, String comment) {
+    if (currentStep < 0) {
+      return false;
+    }
+    extendDeadline();
+    toolResult(nextToolCall(), false, null, "the call was rejected by the approver"
+        + (comment == null || comment.isBlank() ? "" : ": " + comment), "rejected");
+    return true;
+  }
+
+  /** Time spent waiting for a person does not count against the run's timeout_s. */
+  private void extendDeadline() {
+    Duration waited = Duration.between(Instant.parse(approval.get("requested_at").asText()), now);
+    state.put("deadline", Json.TIME.format(deadline().plus(waited)));
+  }
+
+  @Override
+  protected void canceled() {
+    state.put("model_calling", false);
+  }
+
+  private void addMessage(String role, String content, String toolCalls, String toolCallId) {
+    int index = state.get("messages").asInt();
+    messages.add(new RunMessage(base.id(), index, role, content, toolCalls, toolCallId, now));
+    state.put("messages", index + 1);
+  }
+
+  private static String abbreviate(String text, int max) {
+    return text.length() <= max ? text : text.substring(0, max) + "…";
+  }
+
+  /** How long the run has left before its timeout_s. */
+  public Duration timeLeft() {
+    return Duration.between(now, deadline());
+  }
+}

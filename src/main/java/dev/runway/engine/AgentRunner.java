@@ -1,0 +1,152 @@
+package dev.runway.engine;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.runway.agent.AgentDefinition;
+import dev.runway.core.Time;
+import dev.runway.db.GroupCommitter;
+import dev.runway.run.Run;
+import dev.runway.run.RunMessage;
+import dev.runway.run.RunMessageDao;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.Executor;
+import java.util.concurrent.ThreadLocalRandom;
+import org.jdbi.v3.core.Jdbi;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Moves agent runs forward: a model call, then each tool call of its answer, then the next model
+ * call. Every call is recorded as started and saved (with this instance's lease) before it goes
+ * out, and what came of it is saved before the next: a crash loses at most the call in progress,
+ * which is made again after the restart (a tool call with the same Idempotency-Key). The calls hold
+ * no thread while they wait; their answers are taken up on {@code executor}.
+ */
+final class AgentRunner implements RunAdvancer {
+  private static final Logger LOG = LoggerFactory.getLogger(AgentRunner.class);
+  private static final Duration MAX_BACKOFF = Duration.ofMinutes(5);
+
+  private final Jdbi jdbi;
+  private final GroupCommitter committer;
+  private final EngineSettings settings;
+  private final ModelSettings modelSettings;
+  private final ModelClient model;
+  private final AgentToolCaller tools;
+  private final String owner;
+  private final Executor executor;
+  private volatile boolean stopping;
+
+  AgentRunner(Jdbi jdbi, GroupCommitter committer, EngineSettings settings, ModelSettings modelSettings,
+      ModelClient model, AgentToolCaller tools, String owner, Executor executor) {
+    this.jdbi = jdbi;
+    this.committer = committer;
+    this.settings = settings;
+    this.modelSettings = modelSettings;
+    this.model = model;
+    this.tools = tools;
+    this.owner = owner;
+    this.executor = executor;
+  }
+
+  @Override
+  public Engine.Claim claim(Run run, Instant now) {
+    AgentRunMachine m = new AgentRunMachine(run, now);
+    AgentRunMachine.Next next = moveUntilWaiting(m);
+    return Engine.Claim.of(m, next == AgentRunMachine.Next.NOTHING ? m.toRun(null, null) : lease(m, next),
+        next != AgentRunMachine.Next.NOTHING);
+  }
+
+  private AgentRunMachine.Next moveUntilWaiting(AgentRunMachine m) {
+    return m.moveUntilWaiting(settings.approvalTimeoutSeconds(), modelSettings.maxRetries() + 1);
+  }
+
+  /** The run as saved when this instance makes its next call: the call recorded as started, and a lease for its length. */
+  private Run lease(AgentRunMachine m, AgentRunMachine.Next next) {
+    Duration length;
+    if (next == AgentRunMachine.Next.MODEL) {
+      m.startModelCall(modelSettings.baseUrl());
+      length = modelSettings.timeout();
+    } else {
+      m.startToolCall();
+      AgentDefinition.Tool tool = m.tool(m.nextToolCall().get("name").asText());
+      length = Duration.ofMillis(tool.timeoutMs());
+    }
+    return m.toRun(owner, m.now().plus(length).plus(settings.lease()));
+  }
+
+  @Override
+  public CompletableFuture<Void> call(Run calling, CallMemory.Reservation room) {
+    return CompletableFuture.supplyAsync(() -> callOnce(calling, room), executor)
+        .thenCompose(answered -> answered)
+        .thenCompose(next -> next == null ? CompletableFuture.completedFuture(null) : call(next, room));
+  }
+
+  @Override
+  public void stop() {
+    stopping = true;
+  }
+
+  /** One call and the move it leads to; the run of the next call, or null when the run now waits or ended. */
+  private CompletableFuture<Run> callOnce(Run calling, CallMemory.Reservation room) {
+    AgentRunMachine before = new AgentRunMachine(calling, calling.updatedAt());
+    Duration left = before.timeLeft();
+    if (before.callingModel()) {
+      List<RunMessage> transcript = jdbi.withExtension(RunMessageDao.class, dao -> dao.all(calling.id()));
+      ObjectNode request = before.modelRequest(transcript);
+      Duration timeout = shorter(modelSettings.timeout(), left);
+      return model.complete(request, timeout)
+          .thenApplyAsync(outcome -> settle(calling, room, m -> answered(m, outcome)), executor);
+    }
+    ObjectNode call = before.nextToolCall();
+    AgentDefinition.Tool tool = before.tool(call.get("name").asText());
+    JsonNode arguments = AgentRunMachine.arguments(call);
+    Duration timeout = shorter(Duration.ofMillis(tool.timeoutMs()), left);
+    return tools.call(calling.workspaceId(), calling.id(), calling.agentId(), tool, call.get("id").asText(), arguments,
+        timeout).thenApplyAsync(result -> settle(calling, room,
+            m -> m.toolAnswered(result.ok(), result.httpStatus(), result.content(), result.message())), executor);
+  }
+
+  private static Duration shorter(Duration a, Duration b) {
+    Duration least = a.compareTo(b) <= 0 ? a : b;
+    return least.compareTo(Duration.ofMillis(1)) < 0 ? Duration.ofMillis(1) : least;
+  }
+
+  private void answered(AgentRunMachine m, ModelOutcome outcome) {
+    if (outcome instanceof ModelOutcome.Answer answer) {
+      m.modelAnswered(answer);
+      return;
+    }
+    ModelOutcome.Failure failure = (ModelOutcome.Failure) outcome;
+    boolean retry = failure.retryable() && m.modelAttempt() <= modelSettings.maxRetries();
+    m.modelFailed(failure, retry ? m.now().plus(backoff(m.modelAttempt(), failure.retryAfter())) : null);
+  }
+
+  /** Records what came of the call, makes the moves that follow, and saves them with the next call's start. */
+  private Run settle(Run calling, CallMemory.Reservation room, java.util.function.Consumer<AgentRunMachine> outcome) {
+    AgentRunMachine m = new AgentRunMachine(calling, Time.now());
+    outcome.accept(m);
+    AgentRunMachine.Next next = moveUntilWaiting(m);
+    boolean callAgain = next != AgentRunMachine.Next.NOTHING && !stopping
+        && room.resize(CallMemory.weight(m.toRun(null, null), settings.maxResponseBytes()));
+    Run save = callAgain ? lease(m, next) : m.toRun(null, null);
+    boolean saved = committer.commit(save.workspaceId(), tx -> m.saveIn(tx, save));
+    if (!saved) {
+      LOG.info("run {} changed while its call was out; leaving it as it is now", save.id());
+    }
+    return saved && callAgain ? save : null;
+  }
+
+  /** Exponential backoff with jitter from agents.model.retry_base_ms, at least what Retry-After asked. */
+  private Duration backoff(int attempt, Duration retryAfter) {
+    long base = modelSettings.retryBase().toMillis();
+    long exp = Math.min(MAX_BACKOFF.toMillis(), base << Math.min(attempt - 1, 20));
+    Duration jittered = Duration.ofMillis(exp / 2 + ThreadLocalRandom.current().nextLong(exp / 2 + 1));
+    if (retryAfter != null && retryAfter.compareTo(jittered) > 0) {
+      return retryAfter.compareTo(MAX_BACKOFF) > 0 ? MAX_BACKOFF : retryAfter;
+    }
+    return jittered;
+  }
+}

@@ -1,0 +1,72 @@
+package dev.runway.engine;
+
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.runway.core.Json;
+import dev.runway.outbound.OutboundHttp;
+import java.net.URI;
+import java.time.Duration;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+
+/**
+ * The model agent runs talk to. {@link #complete} sends a Chat Completions request and completes
+ * with what came of it, never exceptionally and without holding a thread while it waits.
+ */
+public interface ModelClient extends AutoCloseable {
+  CompletableFuture<ModelOutcome> complete(ObjectNode request, Duration timeout);
+
+  @Override
+  void close();
+
+  /** The client the settings name: the sandbox model, or an OpenAI-compatible endpoint. */
+  static ModelClient of(ModelSettings settings, int maxCallsPerHost, int maxCallsInFlight) {
+    if (settings.isSandbox()) {
+      return new SandboxModel();
+    }
+    // The operator's endpoint is trusted configuration (often a model server on this machine, such as
+    // Ollama on 127.0.0.1): unlike tool URLs, which API users give, it may be any address.
+    OutboundHttp http = new OutboundHttp(address -> true, maxCallsPerHost, maxCallsInFlight, null);
+    return new ChatCompletions(http, settings);
+  }
+
+  /** An OpenAI-compatible endpoint: POST {base_url}/chat/completions with the key as a bearer token. */
+  final class ChatCompletions implements ModelClient {
+    private final OutboundHttp http;
+    private final ModelSettings settings;
+    private final URI uri;
+
+    ChatCompletions(OutboundHttp http, ModelSettings settings) {
+      this.http = http;
+      this.settings = settings;
+      this.uri = URI.create(settings.baseUrl() + "/chat/completions");
+    }
+
+    @Override
+    public CompletableFuture<ModelOutcome> complete(ObjectNode request, Duration timeout) {
+      Map<String, String> headers = new LinkedHashMap<>();
+      headers.put("Content-Type", "application/json");
+      if (!settings.apiKey().isEmpty()) {
+        headers.put("Authorization", "Bearer " + settings.apiKey());
+      }
+      OutboundHttp.Call call = new OutboundHttp.Call("POST", uri, headers, Json.bytes(request), timeout,
+          settings.maxResponseBytes());
+      return http.send(call).handle((answer, failure) -> {
+        if (failure == null) {
+          return ModelOutcome.read(answer.status(), answer.body(), answer.cut(), answer.retryAfter());
+        }
+        Throwable cause = failure.getCause() != null && !(failure instanceof OutboundHttp.NoAnswer)
+            ? failure.getCause() : failure;
+        String message = cause instanceof OutboundHttp.NoAnswer none && none.failure() == OutboundHttp.Failure.TIMEOUT
+            ? "the model did not answer within " + timeout.toMillis() + " ms" : "the model could not be reached: "
+            + cause.getMessage();
+        return new ModelOutcome.Failure(null, message, true, null);
+      });
+    }
+
+    @Override
+    public void close() {
+      http.close();
+    }
+  }
+}

@@ -1,0 +1,46 @@
+package dev.runway.engine;
+
+import dev.runway.config.Settings;
+import java.time.Duration;
+
+/**
+ * Where agent runs reach their model (agents.model.* in config/runway.properties): an
+ * OpenAI-compatible Chat Completions endpoint, or the built-in sandbox model.
+ */
+public record ModelSettings(String baseUrl, String apiKey, Duration timeout, int maxRetries, Duration retryBase,
+    int maxResponseBytes) {
+  public static final String SANDBOX = "sandbox";
+
+  public static ModelSettings from(Settings s) {
+    String url = s.string("agents.model.base_url").trim();
+    if (url.endsWith("/")) {
+      url = url.substring(0, url.length() - 1);
+    }
+    if (!url.equals(SANDBOX)) {
+      java.net.URI uri;
+      try {
+        uri = java.net.URI.create(url);
+      } catch (IllegalArgumentException e) {
+        throw s.invalid("agents.model.base_url", "not a URL");
+      }
+      if (uri.getHost() == null || !("http".equals(uri.getScheme()) || "https".equals(uri.getScheme()))) {
+        throw s.invalid("agents.model.base_url", "must be sandbox or an http(s) URL such as http://127.0.0.1:11434/v1");
+      }
+    }
+    return new ModelSettings(url, s.string("agents.model.api_key"),
+        Duration.ofMillis(s.integer("agents.model.timeout_ms", 100, 3_600_000)),
+        s.integer("agents.model.max_retries", 0, 20),
+        Duration.ofMillis(s.integer("agents.model.retry_base_ms", 1, 600_000)),
+        s.integer("agents.model.max_response_bytes", 1024, 16 * 1024 * 1024));
+  }
+
+  public boolean isSandbox() {
+    return baseUrl.equals(SANDBOX);
+  }
+
+  /** The key is never shown: not in logs, not in toString. */
+  @Override
+  public String toString() {
+    return "ModelSettings[" + baseUrl + "]";
+  }
+}

@@ -1,0 +1,23 @@
+package dev.runway.engine;
+
+import dev.runway.run.Run;
+import java.time.Instant;
+import java.util.concurrent.CompletableFuture;
+
+/** How one kind of run advances: the only per-kind part of the engine (StepRunner, AgentRunner). */
+interface RunAdvancer {
+  /**
+   * The run's moves that need no waiting as of {@code now}; when a call is then due, the claim saves
+   * the run leased to this instance with the call recorded as started.
+   */
+  Engine.Claim claim(Run run, Instant now);
+
+  /**
+   * Makes the call of a run saved by a claim, and every call after it, until the run waits or ends.
+   * Completes then; fails only if a save failed (the lease runs out and the run is taken up again).
+   */
+  CompletableFuture<Void> call(Run calling, CallMemory.Reservation room);
+
+  /** From now on, a run whose call has been answered is saved without starting its next call. */
+  void stop();
+}
