@@ -88,6 +88,10 @@ public final class Main {
     }
     String base = "http://" + (s.httpHost().equals("0.0.0.0") ? "127.0.0.1" : s.httpHost()) + ":" + runway.port();
     log.info("Runway listening on {} (database {})", base, s.dbUrl().split("[?;]", 2)[0]);
+    log.info("agent runs use {}", s.model().isSandbox()
+        ? "the built-in sandbox model (no network); set agents.model.base_url (RUNWAY_AGENTS_MODEL_BASE_URL) to an "
+            + "OpenAI-compatible endpoint, e.g. http://127.0.0.1:11434/v1 for Ollama, to use a real one"
+        : "the model endpoint " + s.model().baseUrl());
     runway.firstAdminKey().ifPresent(key -> System.out.println("""
 
         ==============================================================================
@@ -103,9 +107,17 @@ public final class Main {
               -H 'Content-Type: application/json' \\
               -d '{"project": "demo"}'
 
+        Start a run of the sample agent `clock` (model: %s):
+
+            curl -s -X POST %s/v1/agents/clock/runs \\
+              -H 'Authorization: Bearer %s' \\
+              -H 'Content-Type: application/json' \\
+              -d '{"project": "demo", "input": "Europe/Paris"}'
+
         More keys: ./run.sh keys create --workspace default --scopes runs:write,runs:read --name ci
         ==============================================================================
-        """.formatted(key, base, key)));
+        """.formatted(key, base, key, s.model().isSandbox() ? "the built-in sandbox" : s.model().baseUrl(), base,
+        key)));
   }
 
   /** Why the HTTP server could not bind its port, in words that say which setting to change. */

@@ -162,6 +162,73 @@ class MultiInstanceTest {
     System.out.println("  (" + injected + " injected 500s retried; lease owners seen: " + leaseOwners.size() + ")");
   }
 
+  /**
+   * Two instances share 200 agent runs (a model answer with two tool calls, then a text answer):
+   * every run succeeds, and each tool call is made exactly once per tool_call_id.
+   */
+  @Test
+  void two_instances_share_200_agent_runs_each_tool_call_made_once() throws Exception {
+    try (dev.runway.support.FakeModel model = dev.runway.support.FakeModel.start();
+        dev.runway.support.ToolServer tools = dev.runway.support.ToolServer.start()) {
+      model.respondWith(request -> {
+        com.fasterxml.jackson.databind.JsonNode messages = request.get("messages");
+        if (messages.get(messages.size() - 1).get("role").asText().equals("tool")) {
+          return dev.runway.support.FakeModel.Reply.text("done").after(Duration.ofMillis(20));
+        }
+        return dev.runway.support.FakeModel.Reply.toolCalls(
+            dev.runway.support.FakeModel.ToolCall.of("call_1", "lookup", Map.of("n", 1)),
+            dev.runway.support.FakeModel.ToolCall.of("call_2", "lookup", Map.of("n", 2))).after(Duration.ofMillis(20));
+      });
+      settings = settings.with("agents.model.base_url", model.baseUrl());
+      Runway a = started(Runway.start(settings));
+      String key = a.keys().create("multi", "test", List.of(Scope.values()), null, null).key();
+      HttpResponse<String> put = send(a.port(), "PUT", "/v1/agents/multi", key, "{\"model\":\"m\",\"tools\":[{"
+          + "\"name\":\"lookup\",\"url\":\"" + tools.url("/lookup") + "\"}]}");
+      assertEquals(201, put.statusCode(), put.body());
+      Runway b = started(Runway.start(settings));
+      int[] ports = {a.port(), b.port()};
+
+      Set<String> leaseOwners = ConcurrentHashMap.newKeySet();
+      ExecutorService posters = Executors.newFixedThreadPool(8);
+      List<Future<String>> started = new ArrayList<>();
+      for (int i = 0; i < RUNS; i++) {
+        int port = ports[i % 2];
+        started.add(posters.submit(() -> {
+          HttpResponse<String> r = send(port, "POST", "/v1/agents/multi/runs", key,
+              "{\"project\":\"multi\",\"input\":\"go\"}");
+          assertEquals(200, r.statusCode(), r.body());
+          return Json.tree(r.body()).get("id").asText();
+        }));
+      }
+      List<String> runIds = new ArrayList<>();
+      for (Future<String> id : started) {
+        runIds.add(id.get(30, TimeUnit.SECONDS));
+      }
+      posters.shutdownNow();
+      try (Connection db = connect()) {
+        waitUntil(Duration.ofSeconds(120), () -> {
+          leaseOwners.addAll(strings(db, "SELECT DISTINCT lease_owner FROM run WHERE lease_owner IS NOT NULL"));
+          return count(db, "SELECT count(*) FROM run WHERE status = 'succeeded'") == RUNS;
+        }, () -> "runs not finished: " + strings(db, "SELECT id || ' ' || status FROM run WHERE status <> 'succeeded'"));
+        assertEquals(RUNS * 5, count(db, "SELECT count(*) FROM run_message"),
+            "each transcript once: user, assistant, tool, tool, assistant (no instructions: no system message)");
+      }
+      assertEquals(2, leaseOwners.size(), "both engines claimed runs: " + leaseOwners);
+      Map<String, Integer> callsByKey = new HashMap<>();
+      tools.calls("/lookup").forEach(c -> callsByKey.merge(c.idempotencyKey(), 1, Integer::sum));
+      Map<String, Integer> once = new HashMap<>();
+      for (String id : runIds) {
+        once.put(id + ":call_1", 1);
+        once.put(id + ":call_2", 1);
+      }
+      assertEquals(once, callsByKey, "each tool call made exactly once");
+      assertEquals(RUNS * 2, model.requestCount(), "two model calls per run, none twice");
+      JsonNode run = getRun(ports[1], key, runIds.get(0));
+      assertEquals(Json.tree("{\"model_calls\":2,\"tool_calls\":2,\"prompt_tokens\":20,\"completion_tokens\":10,"
+          + "\"total_tokens\":30}"), run.get("usage"));
+    }
+  }
+
   @Test
   void closing_an_instance_mid_call_lets_the_other_finish_every_run() throws Exception {
     settings = settings.with("engine.lease_seconds", "2");

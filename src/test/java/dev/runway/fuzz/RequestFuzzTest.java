@@ -98,6 +98,22 @@ class RequestFuzzTest {
     assertEquals(definition.parsedSteps(), WorkflowDefinition.parse(WORKFLOW_ID, again).parsedSteps());
   }
 
+  /** POST /v1/agents/{id}/runs: a required body {project, input (text or an object), model?}. */
+  @FuzzTest(maxDuration = "30s")
+  void startAgentRunBody(byte[] body) {
+    RunRoutes.AgentStartBody start = refusedOr(() -> RunRoutes.agentStartBody(RequestBodies.parseObject(body)));
+    if (start == null) {
+      return;
+    }
+    assertTrue(Slugs.isSlug(start.project()), () -> "project is not a slug: " + start.project());
+    assertTrue(start.input().isTextual() || start.input().isObject(), start.input()::toString);
+    assertTrue(start.model() == null || (!start.model().isBlank() && start.model().length() <= 200));
+    // What RunService.startAgent does next: store the input as text, hash it for Idempotency-Key.
+    String stored = Json.string(start.input());
+    assertEquals(stored, Json.string(Json.tree(stored)), "stored input does not read back the same");
+    Json.canonical(start.input());
+  }
+
   /** PUT /v1/agents/{id}: a required body {model, name?, description?, instructions?, tools?, requires_approval?, limits?}. */
   @FuzzTest(maxDuration = "30s")
   void putAgentBody(byte[] body) {
@@ -108,7 +124,8 @@ class RequestFuzzTest {
     assertFalse(agent.model().isBlank());
     assertTrue(agent.tools().size() <= AgentDefinition.MAX_TOOLS);
     for (AgentDefinition.Tool tool : agent.tools()) {
-      assertTrue(tool.url().regionMatches(true, 0, "http", 0, 4), tool.url());
+      assertTrue(tool.url().regionMatches(true, 0, "http", 0, 4) || tool.url().equals("builtin:current_time"),
+          tool.url());
       assertTrue(tool.timeoutMs() >= 1 && tool.timeoutMs() <= 300_000);
       assertEquals("object", tool.parameters().path("type").asText());
     }

@@ -1,0 +1,126 @@
+package dev.runway.it;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import dev.runway.config.Settings;
+import dev.runway.core.Json;
+import dev.runway.support.BothDatabases;
+import dev.runway.support.FakeModel;
+import dev.runway.support.TestDatabase;
+import dev.runway.support.ToolServer;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.file.Files;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.atomic.AtomicInteger;
+
+/**
+ * Agent runs survive a SIGKILL of the packaged jar while their model calls are in flight: after the
+ * restart every run goes on from its last committed turn and finishes, each tool call made once.
+ */
+class AgentRestartIT {
+  private static final int RUNS = 10;
+  private final HttpClient client = HttpClient.newHttpClient();
+
+  @BothDatabases
+  void agent_runs_finish_after_kill_9_during_model_calls(TestDatabase db) throws Exception {
+    AtomicInteger firstTurns = new AtomicInteger();
+    try (FakeModel model = FakeModel.start(); ToolServer tools = ToolServer.start()) {
+      model.respondWith(request -> {
+        JsonNode messages = request.get("messages");
+        if (messages.get(messages.size() - 1).get("role").asText().equals("tool")) {
+          return FakeModel.Reply.text("done");
+        }
+        FakeModel.Reply call = FakeModel.Reply.toolCalls(FakeModel.ToolCall.of("call_1", "lookup", Map.of("n", 1)));
+        // The first turn of each run hangs until the server that asked is killed.
+        return firstTurns.incrementAndGet() <= RUNS ? call.after(Duration.ofSeconds(30)) : call;
+      });
+      Settings fresh = db.settingsForFreshDatabase();
+      RunwayProcess server = new RunwayProcess(Map.of(
+          "RUNWAY_DB_URL", fresh.asMap().get("db.url"),
+          "RUNWAY_DB_USER", fresh.asMap().get("db.user"),
+          "RUNWAY_DB_PASSWORD", fresh.asMap().get("db.password"),
+          "RUNWAY_WORKFLOWS_DIR", "",
+          "RUNWAY_AGENTS_DIR", "",
+          "RUNWAY_ENGINE_HTTP_ALLOW_PRIVATE_NETWORKS", "true",
+          "RUNWAY_ENGINE_LEASE_SECONDS", "1",
+          "RUNWAY_ENGINE_POLL_INTERVAL_MS", "100",
+          "RUNWAY_AGENTS_MODEL_BASE_URL", model.baseUrl(),
+          "RUNWAY_AGENTS_MODEL_TIMEOUT_MS", "5000"), Files.createTempDirectory("runway-agent-restart-"));
+      String key = server.command("keys", "create", "--workspace", "ops", "--name", "restart").trim();
+      try {
+        server.start();
+        HttpResponse<String> put = send(server, key, "PUT", "/v1/agents/restart", "{\"model\":\"m\",\"tools\":[{"
+            + "\"name\":\"lookup\",\"url\":\"" + tools.url("/lookup") + "\"}]}");
+        assertEquals(201, put.statusCode(), put.body());
+        List<String> runs = new ArrayList<>();
+        for (int i = 0; i < RUNS; i++) {
+          HttpResponse<String> r = send(server, key, "POST", "/v1/agents/restart/runs",
+              "{\"project\":\"p\",\"input\":\"run " + i + "\"}");
+          assertEquals(200, r.statusCode(), r.body());
+          runs.add(Json.tree(r.body()).get("id").asText());
+        }
+        long deadline = System.nanoTime() + Duration.ofSeconds(20).toNanos();
+        while (model.requestCount() < RUNS && System.nanoTime() < deadline) {
+          Thread.sleep(20);
+        }
+        assertEquals(RUNS, model.requestCount(), "every run's first model call is in flight");
+
+        server.kill9();
+        server.start();
+
+        for (String id : runs) {
+          JsonNode run = awaitTerminal(server, key, id);
+          assertEquals("succeeded", run.get("status").asText(), run::toString);
+          assertEquals("done", run.get("output").asText());
+          JsonNode messages = Json.tree(send(server, key, "GET", "/v1/runs/" + id + "/messages", null).body());
+          List<String> roles = new ArrayList<>();
+          messages.get("data").forEach(m -> roles.add(m.get("role").asText()));
+          assertEquals(List.of("user", "assistant", "tool", "assistant"), roles, "nothing lost, nothing twice");
+          String events = send(server, key, "GET", "/v1/runs/" + id + "/events", null).body();
+          assertTrue(events.contains("cut off before its answer was recorded"), events);
+        }
+        Map<String, Integer> calls = new HashMap<>();
+        tools.calls("/lookup").forEach(c -> calls.merge(c.idempotencyKey(), 1, Integer::sum));
+        Map<String, Integer> once = new HashMap<>();
+        runs.forEach(id -> once.put(id + ":call_1", 1));
+        assertEquals(once, calls, "each tool call made once, with its Idempotency-Key");
+      } finally {
+        server.stop();
+      }
+    }
+  }
+
+  private JsonNode awaitTerminal(RunwayProcess server, String key, String runId) throws Exception {
+    long deadline = System.nanoTime() + Duration.ofSeconds(40).toNanos();
+    JsonNode run = null;
+    while (System.nanoTime() < deadline) {
+      run = Json.tree(send(server, key, "GET", "/v1/runs/" + runId, null).body());
+      String status = run.get("status").asText();
+      if (!status.equals("running") && !status.equals("awaiting_approval")) {
+        return run;
+      }
+      Thread.sleep(100);
+    }
+    throw new AssertionError("run never finished: " + run + "\n" + server.log());
+  }
+
+  private HttpResponse<String> send(RunwayProcess server, String key, String method, String path, String body)
+      throws Exception {
+    HttpRequest.Builder b = HttpRequest.newBuilder(URI.create(server.base() + path)).header("Authorization", "Bearer " + key);
+    if (body != null) {
+      b.header("Content-Type", "application/json").method(method, HttpRequest.BodyPublishers.ofString(body));
+    } else {
+      b.method(method, HttpRequest.BodyPublishers.noBody());
+    }
+    return client.send(b.build(), HttpResponse.BodyHandlers.ofString());
+  }
+}
