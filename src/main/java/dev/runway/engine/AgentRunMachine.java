@@ -9,6 +9,7 @@ import dev.runway.core.Json;
 import dev.runway.core.WeighedCache;
 import dev.runway.run.Run;
 import dev.runway.run.RunMessage;
+import dev.runway.run.RunStatus;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.List;
@@ -26,7 +27,7 @@ import java.util.stream.Collectors;
  * last answer's tool calls are being worked through), {@code turns}, {@code messages} (the
  * transcript's length), {@code usage}, {@code output}, {@code deadline}, {@code model_attempt} and
  * {@code model_calling} (an attempt started and not recorded), {@code bad_in_a_row} and
- * {@code model_endpoint} (of the last model call), {@code tool_calls} (of the last answer: id, name, arguments as the model sent them, status
+ * {@code transcript_chars}, {@code model_endpoint} (of the last model call), {@code tool_calls} (of the last answer: id, name, arguments as the model sent them, status
  * pending, approved, calling or done, attempts).
  */
 public final class AgentRunMachine extends RunMachine {
@@ -119,7 +120,7 @@ public final class AgentRunMachine extends RunMachine {
         dueAt = null;
         return Next.NOTHING;
       }
-      if (status == dev.runway.run.RunStatus.AWAITING_APPROVAL) {
+      if (status == RunStatus.AWAITING_APPROVAL) {
         if (approvalTimedOut()) {
           expireApproval();
           continue;
@@ -430,7 +431,13 @@ public final class AgentRunMachine extends RunMachine {
   private void addMessage(String role, String content, String toolCalls, String toolCallId) {
     int index = state.get("messages").asInt();
     messages.add(new RunMessage(base.id(), index, role, content, toolCalls, toolCallId, now));
-    state.put("messages", index + 1);
+    long chars = (content == null ? 0 : content.length()) + (toolCalls == null ? 0 : toolCalls.length()) + 64;
+    state.put("messages", index + 1).put("transcript_chars", state.path("transcript_chars").asLong() + chars);
+  }
+
+  /** About how many characters the run's transcript holds (what a model call sends of it). */
+  static long transcriptChars(Run run) {
+    return Json.tree(run.steps()).path("transcript_chars").asLong();
   }
 
   private static String abbreviate(String text, int max) {

@@ -84,6 +84,16 @@ final class AgentRunner implements RunAdvancer {
         .thenCompose(next -> next == null ? CompletableFuture.completedFuture(null) : call(next, room));
   }
 
+  /**
+   * A model call also holds the transcript it sends (read, then written into the request), and room
+   * for the larger of a model's and a tool's answer.
+   */
+  @Override
+  public long weight(Run run) {
+    int answer = Math.max(settings.maxResponseBytes(), modelSettings.maxResponseBytes());
+    return CallMemory.weight(run, answer) + 2 * AgentRunMachine.transcriptChars(run);
+  }
+
   @Override
   public void stop() {
     stopping = true;
@@ -130,7 +140,7 @@ final class AgentRunner implements RunAdvancer {
     outcome.accept(m);
     AgentRunMachine.Next next = moveUntilWaiting(m);
     boolean callAgain = next != AgentRunMachine.Next.NOTHING && !stopping
-        && room.resize(CallMemory.weight(m.toRun(null, null), settings.maxResponseBytes()));
+        && room.resize(weight(m.toRun(null, null)));
     Run save = callAgain ? lease(m, next) : m.toRun(null, null);
     boolean saved = committer.commit(save.workspaceId(), tx -> m.saveIn(tx, save));
     if (!saved) {

@@ -168,7 +168,7 @@ public final class Engine implements AutoCloseable {
         if (callsLeft == 0 || share >= settings.maxCallsInFlightPerWorkspace()) {
           continue; // no place for its call now: the run stays due for a later round
         }
-        room = memory.reserve(run.workspaceId(), CallMemory.weight(claim.save(), settings.maxResponseBytes()));
+        room = memory.reserve(run.workspaceId(), runnerOf(run).weight(claim.save()));
         if (room == null) {
           continue; // no memory for its call now: likewise
         }

@@ -18,6 +18,9 @@ interface RunAdvancer {
    */
   CompletableFuture<Void> call(Run calling, CallMemory.Reservation room);
 
+  /** The memory a call of the run (as saved for the call) holds: its documents, its request, room for its answer. */
+  long weight(Run run);
+
   /** From now on, a run whose call has been answered is saved without starting its next call. */
   void stop();
 }

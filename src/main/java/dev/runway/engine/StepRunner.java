@@ -96,6 +96,11 @@ final class StepRunner implements RunAdvancer {
         .thenApplyAsync(outcome -> settle(calling, outcome, room), executor);
   }
 
+  @Override
+  public long weight(Run run) {
+    return CallMemory.weight(run, settings.maxResponseBytes());
+  }
+
   /**
    * From now on, a run whose call has been answered is saved without starting its next call: the
    * next start (or another instance) makes it, and no attempt is cut off by this stop.
@@ -124,7 +129,7 @@ final class StepRunner implements RunAdvancer {
    * the run is saved due and unleased, and a later claim makes the call when there is room.
    */
   private boolean hasRoom(RunStateMachine m, CallMemory.Reservation room) {
-    return room.resize(CallMemory.weight(m.toRun(null, null), settings.maxResponseBytes()));
+    return room.resize(weight(m.toRun(null, null)));
   }
 
   /** The run after the outcome of its attempt in progress. */
