@@ -14,6 +14,7 @@ import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Executor;
 import java.util.concurrent.ThreadLocalRandom;
+import java.util.function.IntPredicate;
 import org.jdbi.v3.core.Jdbi;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -28,6 +29,8 @@ import org.slf4j.LoggerFactory;
 final class AgentRunner implements RunAdvancer {
   private static final Logger LOG = LoggerFactory.getLogger(AgentRunner.class);
   private static final Duration MAX_BACKOFF = Duration.ofMinutes(5);
+  /** The room a model call's answer holds from the start: more is taken as a larger one arrives. */
+  static final int MODEL_ANSWER_ROOM = 8 * 1024;
 
   private final Jdbi jdbi;
   private final GroupCommitter committer;
@@ -85,12 +88,15 @@ final class AgentRunner implements RunAdvancer {
   }
 
   /**
-   * A model call also holds the transcript it sends (read, then written into the request), and room
-   * for the larger of a model's and a tool's answer.
+   * A call also holds the transcript a model call sends (read, then written into the request). A tool
+   * call holds room for the largest answer; a model call for {@link #MODEL_ANSWER_ROOM}, and more as
+   * a larger answer arrives (most answers are far smaller than agents.model.max_response_bytes, and
+   * a thousand model calls that wait must fit in memory).
    */
   @Override
   public long weight(Run run) {
-    int answer = Math.max(settings.maxResponseBytes(), modelSettings.maxResponseBytes());
+    boolean model = new AgentRunMachine(run, run.updatedAt()).callingModel();
+    int answer = model ? MODEL_ANSWER_ROOM : settings.maxResponseBytes();
     return CallMemory.weight(run, answer) + 2 * AgentRunMachine.transcriptChars(run);
   }
 
@@ -107,7 +113,10 @@ final class AgentRunner implements RunAdvancer {
       List<RunMessage> transcript = jdbi.withExtension(RunMessageDao.class, dao -> dao.all(calling.id()));
       ObjectNode request = before.modelRequest(transcript);
       Duration timeout = shorter(modelSettings.timeout(), left);
-      return model.complete(request, timeout)
+      // Room for the answer grows as it arrives, past what the reservation holds already.
+      long withoutAnswer = weight(calling) - MODEL_ANSWER_ROOM;
+      IntPredicate mayKeep = bytes -> bytes <= MODEL_ANSWER_ROOM || room.resize(withoutAnswer + bytes);
+      return model.complete(request, timeout, mayKeep)
           .thenApplyAsync(outcome -> settle(calling, room, m -> answered(m, outcome)), executor);
     }
     ObjectNode call = before.nextToolCall();

@@ -8,13 +8,18 @@ import java.time.Duration;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
+import java.util.function.IntPredicate;
 
 /**
  * The model agent runs talk to. {@link #complete} sends a Chat Completions request and completes
  * with what came of it, never exceptionally and without holding a thread while it waits.
  */
 public interface ModelClient extends AutoCloseable {
-  CompletableFuture<ModelOutcome> complete(ObjectNode request, Duration timeout);
+  /**
+   * {@code mayKeep} is asked before the answer grows to a size in bytes (see OutboundHttp.Call): a
+   * model's answer takes memory as it arrives.
+   */
+  CompletableFuture<ModelOutcome> complete(ObjectNode request, Duration timeout, IntPredicate mayKeep);
 
   @Override
   void close();
@@ -43,23 +48,28 @@ public interface ModelClient extends AutoCloseable {
     }
 
     @Override
-    public CompletableFuture<ModelOutcome> complete(ObjectNode request, Duration timeout) {
+    public CompletableFuture<ModelOutcome> complete(ObjectNode request, Duration timeout, IntPredicate mayKeep) {
       Map<String, String> headers = new LinkedHashMap<>();
       headers.put("Content-Type", "application/json");
       if (!settings.apiKey().isEmpty()) {
         headers.put("Authorization", "Bearer " + settings.apiKey());
       }
       OutboundHttp.Call call = new OutboundHttp.Call("POST", uri, headers, Json.bytes(request), timeout,
-          settings.maxResponseBytes());
+          settings.maxResponseBytes(), mayKeep);
       return http.send(call).handle((answer, failure) -> {
         if (failure == null) {
           return ModelOutcome.read(answer.status(), answer.body(), answer.cut(), answer.retryAfter());
         }
         Throwable cause = failure.getCause() != null && !(failure instanceof OutboundHttp.NoAnswer)
             ? failure.getCause() : failure;
-        String message = cause instanceof OutboundHttp.NoAnswer none && none.failure() == OutboundHttp.Failure.TIMEOUT
-            ? "the model did not answer within " + timeout.toMillis() + " ms" : "the model could not be reached: "
-            + cause.getMessage();
+        String message;
+        if (cause instanceof OutboundHttp.NoAnswer none && none.failure() == OutboundHttp.Failure.TIMEOUT) {
+          message = "the model did not answer within " + timeout.toMillis() + " ms";
+        } else if (cause instanceof OutboundHttp.NoAnswer none && none.failure() == OutboundHttp.Failure.NO_ROOM) {
+          message = "the model's answer could not be read: " + none.getMessage();
+        } else {
+          message = "the model could not be reached: " + cause.getMessage();
+        }
         return new ModelOutcome.Failure(null, message, true, null);
       });
     }

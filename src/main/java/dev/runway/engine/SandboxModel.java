@@ -21,7 +21,8 @@ import java.util.concurrent.CompletableFuture;
  */
 public final class SandboxModel implements ModelClient {
   @Override
-  public CompletableFuture<ModelOutcome> complete(ObjectNode request, Duration timeout) {
+  public CompletableFuture<ModelOutcome> complete(ObjectNode request, Duration timeout,
+      java.util.function.IntPredicate mayKeep) {
     ObjectNode answer = answer(request);
     return CompletableFuture.completedFuture(ModelOutcome.read(200, Json.bytes(answer), false, null));
   }

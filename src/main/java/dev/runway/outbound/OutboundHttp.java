@@ -12,6 +12,7 @@ import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import java.util.function.IntPredicate;
 import java.util.function.Predicate;
 import org.eclipse.jetty.client.BytesRequestContent;
 import org.eclipse.jetty.client.HttpClient;
@@ -36,15 +37,24 @@ import org.eclipse.jetty.util.thread.ScheduledExecutorScheduler;
 public final class OutboundHttp implements AutoCloseable {
   private static final Duration CONNECT_TIMEOUT = Duration.ofSeconds(5);
 
-  /** One call: what to send where, how long to wait for the whole answer, and how much of it to keep. */
+  /**
+   * One call: what to send where, how long to wait for the whole answer, and how much of it to keep.
+   * {@code mayKeep}, when set, is asked before the answer grows to a size (in bytes): false stops
+   * reading it, and the call fails (NO_ROOM), so that memory is taken as answers arrive, not
+   * reserved for the largest one.
+   */
   public record Call(String method, URI uri, Map<String, String> headers, byte[] body, Duration timeout,
-      int maxAnswerBytes) {}
+      int maxAnswerBytes, IntPredicate mayKeep) {
+    public Call(String method, URI uri, Map<String, String> headers, byte[] body, Duration timeout, int maxAnswerBytes) {
+      this(method, uri, headers, body, timeout, maxAnswerBytes, null);
+    }
+  }
 
   /** An answer: its status, its body (at most maxAnswerBytes; {@code cut} when there was more), Retry-After. */
   public record Answer(int status, byte[] body, boolean cut, String retryAfter) {}
 
   /** Why a call got no answer; the message names no address and no secret (query strings, headers). */
-  public enum Failure { REFUSED, UNRESOLVED, TIMEOUT, CONNECTION }
+  public enum Failure { REFUSED, UNRESOLVED, TIMEOUT, CONNECTION, NO_ROOM }
 
   public static final class NoAnswer extends Exception {
     private final Failure failure;
@@ -153,6 +163,10 @@ public final class OutboundHttp implements AutoCloseable {
       }
       int room = call.maxAnswerBytes() - body.size();
       int take = Math.min(room, content.remaining());
+      if (call.mayKeep() != null && take > 0 && !call.mayKeep().test(body.size() + take)) {
+        response.abort(new NoRoom());
+        return;
+      }
       byte[] bytes = new byte[take];
       content.get(bytes);
       body.write(bytes, 0, take);
@@ -175,6 +189,13 @@ public final class OutboundHttp implements AutoCloseable {
     }
   }
 
+  /** Stops reading an answer for which there is no memory now. */
+  private static final class NoRoom extends Exception {
+    NoRoom() {
+      super("no memory for the answer now", null, false, false);
+    }
+  }
+
   /** Stops reading an answer past its size limit: not a failure of the call. */
   private static final class AnswerCut extends Exception {
     AnswerCut() {
@@ -184,6 +205,10 @@ public final class OutboundHttp implements AutoCloseable {
 
   private static NoAnswer noAnswer(Throwable failure, Call call) {
     for (Throwable t = failure; t != null; t = t.getCause()) {
+      if (t instanceof NoRoom) {
+        return new NoAnswer(Failure.NO_ROOM, "no memory for the answer now (engine.max_call_bytes_in_flight); "
+            + "it was not read");
+      }
       if (t instanceof Refused refused) {
         return new NoAnswer(Failure.REFUSED, refused.getMessage());
       }

@@ -172,4 +172,33 @@ class OutboundHttpTest {
     }
   }
 
+  @Test
+  void an_answer_takes_memory_as_it_arrives_and_is_not_read_past_what_there_is_room_for() throws Exception {
+    HttpServer big = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 10);
+    big.createContext("/", exchange -> {
+      byte[] body = "x".repeat(200_000).getBytes(StandardCharsets.UTF_8);
+      exchange.sendResponseHeaders(200, body.length);
+      try (OutputStream out = exchange.getResponseBody()) {
+        out.write(body);
+      } catch (java.io.IOException cut) {
+        // the client stopped reading
+      }
+    });
+    big.start();
+    try (OutboundHttp http = new OutboundHttp(OutboundHttp.AddressPolicy.publicOnly(true), 10, 100, null)) {
+      java.net.URI uri = java.net.URI.create("http://127.0.0.1:" + big.getAddress().getPort() + "/");
+      java.util.List<Integer> asked = new java.util.concurrent.CopyOnWriteArrayList<>();
+      OutboundHttp.Answer kept = http.send(new OutboundHttp.Call("GET", uri, java.util.Map.of(), null,
+          java.time.Duration.ofSeconds(5), 1_000_000, bytes -> asked.add(bytes))).get(10, TimeUnit.SECONDS);
+      assertEquals(200_000, kept.body().length);
+      assertEquals(200_000, (int) asked.get(asked.size() - 1), "asked before each growth, up to the whole answer");
+      java.util.concurrent.ExecutionException refused = org.junit.jupiter.api.Assertions.assertThrows(
+          java.util.concurrent.ExecutionException.class, () -> http.send(new OutboundHttp.Call("GET", uri,
+              java.util.Map.of(), null, java.time.Duration.ofSeconds(5), 1_000_000, bytes -> bytes <= 8192))
+              .get(10, TimeUnit.SECONDS));
+      assertEquals(OutboundHttp.Failure.NO_ROOM, ((OutboundHttp.NoAnswer) refused.getCause()).failure());
+    } finally {
+      big.stop(0);
+    }
+  }
 }
