@@ -3,15 +3,12 @@ package dev.runway.engine;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
-import dev.runway.core.Ids;
 import dev.runway.core.Json;
 import dev.runway.core.WeighedCache;
-import dev.runway.http.ApiException;
 import dev.runway.run.Run;
 import dev.runway.run.RunStatus;
 import dev.runway.workflow.Step;
 import java.time.Instant;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 

@@ -6,7 +6,6 @@ import dev.runway.core.Json;
 import dev.runway.core.Time;
 import dev.runway.db.GroupCommitter;
 import dev.runway.run.Run;
-import dev.runway.run.RunDao;
 import dev.runway.workflow.Step;
 import java.time.Duration;
 import java.time.Instant;

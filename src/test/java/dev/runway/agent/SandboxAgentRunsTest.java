@@ -2,7 +2,6 @@ package dev.runway.agent;
 
 import static dev.runway.support.Runs.awaitStatus;
 import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
