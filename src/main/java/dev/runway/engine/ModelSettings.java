@@ -26,6 +26,10 @@ public record ModelSettings(String baseUrl, String apiKey, Duration timeout, int
       if (uri.getHost() == null || !("http".equals(uri.getScheme()) || "https".equals(uri.getScheme()))) {
         throw s.invalid("agents.model.base_url", "must be sandbox or an http(s) URL such as http://127.0.0.1:11434/v1");
       }
+      if (uri.getUserInfo() != null) {
+        // Runs show the endpoint that served them: a password in it would be shown to every API caller.
+        throw s.invalid("agents.model.base_url", "must not hold credentials: put the key in agents.model.api_key");
+      }
     }
     return new ModelSettings(url, s.string("agents.model.api_key"),
         Duration.ofMillis(s.integer("agents.model.timeout_ms", 100, 3_600_000)),

@@ -171,6 +171,22 @@ class SettingsTest {
     assertTrue(ServerSettings.from(Settings.defaults().with("db.url", "jdbc:h2:mem:x")).isH2());
   }
 
+  @Test
+  void the_model_endpoint_is_sandbox_or_an_http_url_without_credentials_and_its_key_is_never_shown() {
+    assertTrue(ServerSettings.from(Settings.defaults()).model().isSandbox(), "the default is the sandbox model");
+    assertEquals("http://127.0.0.1:11434/v1", ServerSettings.from(Settings.defaults()
+        .with("agents.model.base_url", "http://127.0.0.1:11434/v1/")).model().baseUrl());
+    for (String url : new String[] {"ollama", "ftp://models.example.com/v1", "https://user:pw@api.example.com/v1"}) {
+      Settings s = Settings.load(Map.of("RUNWAY_AGENTS_MODEL_BASE_URL", url));
+      SettingsException e = assertThrows(SettingsException.class, () -> ServerSettings.from(s), url);
+      assertTrue(e.getMessage().contains("agents.model.base_url"), e.getMessage());
+    }
+    Settings badKey = Settings.load(Map.of("RUNWAY_AGENTS_MODEL_API_KEY", "sk-secret-value"));
+    assertFalse(ServerSettings.from(badKey).model().toString().contains("sk-secret-value"));
+    SettingsException e = assertThrows(SettingsException.class, () -> badKey.integer("agents.model.api_key", 0, 1));
+    assertFalse(e.getMessage().contains("sk-secret-value"), e.getMessage());
+  }
+
   private Path write(String name, String text) throws IOException {
     Path file = dir.resolve(name);
     Files.writeString(file, text, StandardCharsets.UTF_8);
