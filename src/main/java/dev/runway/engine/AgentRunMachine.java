@@ -395,11 +395,11 @@ public final class AgentRunMachine extends RunMachine {
 
   @Override
   protected void approved(String actor, String comment) {
+    extendDeadline();
     if (currentStep < 0) {
       currentStep = 0; // the start's gate
       return;
     }
-    extendDeadline();
     ObjectNode call = nextToolCall();
     if (call != null) {
       call.put("status", "approved");

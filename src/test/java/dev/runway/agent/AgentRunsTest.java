@@ -337,12 +337,14 @@ class AgentRunsTest {
     try (FakeModel model = FakeModel.start(); Engine engine = engine(api, model)) {
       model.script(Reply.text("ok"));
       api.test(http -> {
-        assertEquals(201, http.put("/v1/agents/gated", "{\"model\":\"m\",\"requires_approval\":true}").status());
+        assertEquals(201, http.put("/v1/agents/gated", "{\"model\":\"m\",\"requires_approval\":true,"
+            + "\"limits\":{\"timeout_s\":1}}").status());
         String approvedRun = start(http, "gated", "\"a\"");
         String rejectedRun = start(http, "gated", "\"b\"");
         assertTrue(awaitStatus(http, approvedRun, "awaiting_approval").get("requires_approval").asBoolean());
         awaitStatus(http, rejectedRun, "awaiting_approval");
         assertEquals(0, model.requestCount());
+        Thread.sleep(1_200); // longer than the agent's timeout_s: waiting for a person does not count
         assertEquals(200, http.post("/v1/runs/" + approvedRun + "/approve", "{}").status());
         awaitStatus(http, approvedRun, "succeeded");
         assertEquals(200, http.post("/v1/runs/" + rejectedRun + "/reject", "{}").status());
