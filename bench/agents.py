@@ -23,7 +23,7 @@ Exit status 1 when a scenario could not run (its reason on stderr) or not every 
 target not met is printed as MISSED.
 """
 import concurrent.futures, http.server, json, os, re, shutil, socket, statistics, subprocess, sys, tempfile
-import threading, time, urllib.error, urllib.parse, urllib.request, zipfile
+import threading, time, urllib.error, urllib.parse, urllib.request
 from datetime import datetime, timedelta, timezone
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -158,17 +158,6 @@ def jvm_options():
             return " ".join(line.strip() for line in f if not line.startswith("#")).split()
     except FileNotFoundError:
         return []
-
-
-def jar_settings():
-    """The setting keys the jar knows (its built-in runway.properties), or None when it cannot be read."""
-    try:
-        with zipfile.ZipFile(JAR) as z:
-            text = z.read("runway.properties").decode("utf-8", "replace")
-    except (OSError, KeyError, zipfile.BadZipFile):
-        return None
-    return {line.split("=", 1)[0].strip() for line in text.splitlines()
-            if "=" in line and not line.lstrip().startswith(("#", "!"))}
 
 
 class Runway:
@@ -382,6 +371,24 @@ class RssSampler:
 
 # ---------------------------------------------------------------- scenarios
 
+def report(title, runs, waited_s, target_s, start_s, retries, callee, calls, extra=None):
+    """Prints a many-runs scenario's figures; true when every run succeeded."""
+    span, ok, rest = summary(runs)
+    n = len(runs)
+    print("%s: last start -> last finished %s (target <= %g s: %s), %d/%d succeeded%s"
+          % (title, "%.3f s" % span if span is not None else "n/a (not all finished in %d s)" % waited_s,
+             target_s, verdict(span is not None and span <= target_s and ok == n), ok, n, "; " + rest if rest else ""))
+    if extra:
+        print(extra)
+    print("  starts took %.2f s from %d threads%s; %s calls %d, at most %d at once"
+          % (start_s, START_THREADS, ", %d retried after 429/503" % retries if retries else "", callee, calls.calls,
+             calls.peak))
+    err = first_error(runs)
+    if err:
+        print(err.lstrip("\n"))
+    return ok == n
+
+
 def workflows():
     n, delay = 200, 1.0
     tool, calls = tool_server(delay)
@@ -392,17 +399,8 @@ def workflows():
             {"type": "http", "url": "http://127.0.0.1:%d/tool" % tool.server_address[1]}]})
         ids, start_s, retries = start_all(runway, "/v1/workflows/slow-tool/runs", {"project": PROJECT, "inputs": {}}, n)
         runs = wait_finished(runway, ids, 60)
-        span, ok, rest = summary(runs)
-        print("workflows: %d runs of one http step, tool answers after %g s: last start -> last finished %s"
-              " (target <= 3 s: %s), %d/%d succeeded%s"
-              % (n, delay, "%.3f s" % span if span is not None else "n/a (not all finished in 60 s)",
-                 verdict(span is not None and span <= 3 and ok == n), ok, n, "; " + rest if rest else ""))
-        print("  starts took %.2f s from %d threads%s; tool calls %d, at most %d at once"
-              % (start_s, START_THREADS, ", %d retried after 429/503" % retries if retries else "", calls.calls, calls.peak))
-        err = first_error(runs)
-        if err:
-            print(err.lstrip("\n"))
-        return ok == n
+        return report("workflows: %d runs of one http step, tool answers after %g s" % (n, delay), runs, 60, 3,
+                      start_s, retries, "tool", calls)
     finally:
         if runway:
             runway.stop()
@@ -411,16 +409,9 @@ def workflows():
 
 def agent_runway(model):
     """A Runway whose agents call the fake model, with agent `bench` (no tools) put."""
-    known = jar_settings()
-    if known is not None and "agents.model.base_url" not in known:
-        raise Fail("%s has no setting agents.model.base_url: agent runs are not in this jar yet" % JAR)
     runway = Runway(**{"agents.model.base_url": "http://127.0.0.1:%d/v1" % model.server_address[1]})
     try:
-        status, answer = runway.call("PUT", "/v1/agents/bench", {"model": "bench-model", "instructions": "Answer briefly."})
-        if status == 404:
-            raise Fail("PUT /v1/agents/bench answered 404: this jar has no agents API (%s)" % short(answer, 200))
-        if not 200 <= status < 300:
-            raise Fail("PUT /v1/agents/bench answered %d: %s" % (status, short(answer)))
+        runway.ok("PUT", "/v1/agents/bench", {"model": "bench-model", "instructions": "Answer briefly."})
         return runway
     except BaseException:
         runway.stop()
@@ -429,9 +420,6 @@ def agent_runway(model):
 
 def start_agent_run(runway):
     status, answer = runway.call("POST", "/v1/agents/bench/runs", {"project": PROJECT, "input": "hello"})
-    if status in (404, 405):
-        raise Fail("POST /v1/agents/bench/runs answered %d: agent runs are not in this jar yet (%s)"
-                   % (status, short(answer, 200)))
     if not 200 <= status < 300 or not isinstance(answer, dict) or "id" not in answer:
         raise Fail("POST /v1/agents/bench/runs answered %d: %s" % (status, short(answer)))
     return answer
@@ -451,20 +439,11 @@ def agents():
         ids, start_s, retries = start_all(runway, "/v1/agents/bench/runs", {"project": PROJECT, "input": "hello"}, n - 1)
         runs = wait_finished(runway, [first["id"]] + ids, 120)
         peak_kb, hwm_kb = sampler.stop(), runway.memory_kb("VmHWM")
-        span, ok, rest = summary(runs)
         peak_mb, hwm_mb = peak_kb / 1024, (hwm_kb or 0) / 1024
-        print("agents: %d agent runs, model answers after %g s: last start -> last finished %s"
-              " (target <= 6 s: %s), %d/%d succeeded%s"
-              % (n, delay, "%.3f s" % span if span is not None else "n/a (not all finished in 120 s)",
-                 verdict(span is not None and span <= 6 and ok == n), ok, n, "; " + rest if rest else ""))
-        print("agents: server memory: peak VmRSS %.0f MB during the runs (%.0f MB before), VmHWM %.0f MB"
-              " (target < 300 MB: %s)" % (peak_mb, (idle_kb or 0) / 1024, hwm_mb, verdict(max(peak_mb, hwm_mb) < 300)))
-        print("  starts took %.2f s from %d threads%s; model calls %d, at most %d at once"
-              % (start_s, START_THREADS, ", %d retried after 429/503" % retries if retries else "", calls.calls, calls.peak))
-        err = first_error(runs)
-        if err:
-            print(err.lstrip("\n"))
-        return ok == n
+        memory = ("agents: server memory: peak VmRSS %.0f MB during the runs (%.0f MB before), VmHWM %.0f MB"
+                  " (target < 300 MB: %s)" % (peak_mb, (idle_kb or 0) / 1024, hwm_mb, verdict(max(peak_mb, hwm_mb) < 300)))
+        return report("agents: %d agent runs, model answers after %g s" % (n, delay), runs, 120, 6,
+                      start_s, retries, "model", calls, memory)
     finally:
         if runway:
             runway.stop()

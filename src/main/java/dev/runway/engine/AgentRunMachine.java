@@ -136,7 +136,7 @@ public final class AgentRunMachine extends RunMachine {
         fail("timeout", "the run did not finish within its limit of " + limits().timeoutSeconds() + " s", null);
         continue;
       }
-      if (state.get("phase").asText().equals("model")) {
+      if (callingModel()) {
         if (state.get("model_calling").asBoolean()) {
           modelCallCutOff(maxModelAttempts);
           continue;
@@ -208,7 +208,12 @@ public final class AgentRunMachine extends RunMachine {
 
   /** Whether the run's call in progress is a model call (else a tool call). */
   public boolean callingModel() {
-    return state.get("phase").asText().equals("model");
+    return callingModel(state);
+  }
+
+  /** As {@link #callingModel()}, of a run's progress document. */
+  static boolean callingModel(JsonNode progress) {
+    return progress.path("phase").asText().equals("model");
   }
 
   public int modelAttempt() {
@@ -435,10 +440,6 @@ public final class AgentRunMachine extends RunMachine {
     state.put("messages", index + 1).put("transcript_chars", state.path("transcript_chars").asLong() + chars);
   }
 
-  /** About how many characters the run's transcript holds (what a model call sends of it). */
-  static long transcriptChars(Run run) {
-    return Json.tree(run.steps()).path("transcript_chars").asLong();
-  }
 
   private static String abbreviate(String text, int max) {
     return text.length() <= max ? text : text.substring(0, max) + "…";

@@ -3,6 +3,7 @@ package dev.runway.engine;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.runway.agent.AgentDefinition;
+import dev.runway.core.Json;
 import dev.runway.core.Time;
 import dev.runway.db.GroupCommitter;
 import dev.runway.run.Run;
@@ -13,7 +14,6 @@ import java.time.Instant;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Executor;
-import java.util.concurrent.ThreadLocalRandom;
 import java.util.function.IntPredicate;
 import org.jdbi.v3.core.Jdbi;
 import org.slf4j.Logger;
@@ -28,7 +28,6 @@ import org.slf4j.LoggerFactory;
  */
 final class AgentRunner implements RunAdvancer {
   private static final Logger LOG = LoggerFactory.getLogger(AgentRunner.class);
-  private static final Duration MAX_BACKOFF = Duration.ofMinutes(5);
   /** The room a model call's answer holds from the start: more is taken as a larger one arrives. */
   static final int MODEL_ANSWER_ROOM = 8 * 1024;
 
@@ -95,9 +94,9 @@ final class AgentRunner implements RunAdvancer {
    */
   @Override
   public long weight(Run run) {
-    boolean model = new AgentRunMachine(run, run.updatedAt()).callingModel();
-    int answer = model ? MODEL_ANSWER_ROOM : settings.maxResponseBytes();
-    return CallMemory.weight(run, answer) + 2 * AgentRunMachine.transcriptChars(run);
+    JsonNode progress = Json.tree(run.steps());
+    int answer = AgentRunMachine.callingModel(progress) ? MODEL_ANSWER_ROOM : settings.maxResponseBytes();
+    return CallMemory.weight(run, answer) + 2 * progress.path("transcript_chars").asLong();
   }
 
   @Override
@@ -160,11 +159,9 @@ final class AgentRunner implements RunAdvancer {
 
   /** Exponential backoff with jitter from agents.model.retry_base_ms, at least what Retry-After asked. */
   private Duration backoff(int attempt, Duration retryAfter) {
-    long base = modelSettings.retryBase().toMillis();
-    long exp = Math.min(MAX_BACKOFF.toMillis(), base << Math.min(attempt - 1, 20));
-    Duration jittered = Duration.ofMillis(exp / 2 + ThreadLocalRandom.current().nextLong(exp / 2 + 1));
+    Duration jittered = Backoff.jittered(modelSettings.retryBase(), attempt);
     if (retryAfter != null && retryAfter.compareTo(jittered) > 0) {
-      return retryAfter.compareTo(MAX_BACKOFF) > 0 ? MAX_BACKOFF : retryAfter;
+      return retryAfter.compareTo(Backoff.MAX) > 0 ? Backoff.MAX : retryAfter;
     }
     return jittered;
   }

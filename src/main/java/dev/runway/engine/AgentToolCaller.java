@@ -5,15 +5,10 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.runway.agent.AgentDefinition;
 import dev.runway.agent.BuiltinTools;
 import dev.runway.core.Json;
-import dev.runway.outbound.CallTargets;
 import dev.runway.outbound.OutboundHttp;
-import dev.runway.secret.SecretReferences;
 import dev.runway.secret.SecretSource;
-import java.net.URI;
-import java.net.URLEncoder;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
-import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 
@@ -45,28 +40,20 @@ final class AgentToolCaller {
           : new Result(false, answer.status(), null, "the tool answered HTTP " + answer.status() + ": "
               + Json.tree(answer.body()).path("error").asText()));
     }
-    Map<String, String> values;
+    ResolvedCall target;
     try {
-      values = secrets.values(workspaceId, tool.secretNames());
-    } catch (SecretSource.Unavailable e) {
-      return CompletableFuture.completedFuture(new Result(false, null, null, e.getMessage()));
+      target = ResolvedCall.of(secrets, workspaceId, tool.url(), tool.headers(), tool.secretNames());
+    } catch (ResolvedCall.Unresolvable e) {
+      return CompletableFuture.completedFuture(new Result(false, null, null, "the tool could not be called: "
+          + e.getMessage()));
     }
-    Map<String, String> headers = new LinkedHashMap<>();
-    for (Map.Entry<String, String> h : tool.headers().entrySet()) {
-      String value = SecretReferences.resolve(h.getValue(), values, v -> v);
-      if (!CallTargets.headerValue(value)) {
-        return CompletableFuture.completedFuture(new Result(false, null, null, "the tool could not be called: header "
-            + h.getKey() + " refers to a secret holding characters a header cannot carry"));
-      }
-      headers.put(h.getKey(), value);
-    }
+    Map<String, String> headers = target.headers();
     headers.put("Content-Type", "application/json");
     headers.put("Idempotency-Key", runId + ":" + toolCallId);
     ObjectNode body = Json.MAPPER.createObjectNode().put("run_id", runId).put("agent", agentId)
         .put("tool_call_id", toolCallId).put("name", tool.name());
     body.set("arguments", arguments);
-    URI uri = URI.create(SecretReferences.resolve(tool.url(), values, v -> URLEncoder.encode(v, StandardCharsets.UTF_8)));
-    OutboundHttp.Call call = new OutboundHttp.Call("POST", uri, headers, Json.bytes(body), timeout, maxResponseBytes);
+    OutboundHttp.Call call = new OutboundHttp.Call("POST", target.uri(), headers, Json.bytes(body), timeout, maxResponseBytes);
     return http.send(call).handle((answer, failure) -> failure == null ? result(answer) : noAnswer(failure, timeout));
   }
 

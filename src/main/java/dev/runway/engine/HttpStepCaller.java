@@ -3,16 +3,11 @@ package dev.runway.engine;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.runway.core.Json;
-import dev.runway.outbound.CallTargets;
 import dev.runway.outbound.OutboundHttp;
-import dev.runway.secret.SecretReferences;
 import dev.runway.secret.SecretSource;
 import dev.runway.workflow.Step;
-import java.net.URI;
-import java.net.URLEncoder;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
-import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 
@@ -48,26 +43,16 @@ public final class HttpStepCaller {
    * call fails, the attempt ends with an outcome the run can record.
    */
   public CompletableFuture<Outcome> call(String workspaceId, Step.Http step, ObjectNode body, String idempotencyKey) {
-    // The workspace's secrets the step refers to, read now: their values live only in this call.
-    Map<String, String> values;
+    ResolvedCall target;
     try {
-      values = secrets.values(workspaceId, step.secretNames());
-    } catch (SecretSource.Unavailable e) {
+      target = ResolvedCall.of(secrets, workspaceId, step.url(), step.headers(), step.secretNames());
+    } catch (ResolvedCall.Unresolvable e) {
       return CompletableFuture.completedFuture(Outcome.fail(null, e.getMessage()));
     }
-    Map<String, String> headers = new LinkedHashMap<>();
-    for (Map.Entry<String, String> h : step.headers().entrySet()) {
-      String value = SecretReferences.resolve(h.getValue(), values, v -> v);
-      if (!CallTargets.headerValue(value)) {
-        return CompletableFuture.completedFuture(Outcome.fail(null, "header " + h.getKey()
-            + ": a secret it refers to holds characters a header cannot carry (outside Latin-1)"));
-      }
-      headers.put(h.getKey(), value);
-    }
+    Map<String, String> headers = target.headers();
     headers.put("Content-Type", "application/json");
     headers.put("Idempotency-Key", idempotencyKey);
-    URI uri = URI.create(SecretReferences.resolve(step.url(), values, v -> URLEncoder.encode(v, StandardCharsets.UTF_8)));
-    OutboundHttp.Call call = new OutboundHttp.Call(step.method(), uri, headers,
+    OutboundHttp.Call call = new OutboundHttp.Call(step.method(), target.uri(), headers,
         step.method().equals("GET") ? null : Json.bytes(body), Duration.ofMillis(step.timeoutMs()), maxResponseBytes);
     return http.send(call).handle((answer, failure) -> {
       try {

@@ -7,11 +7,9 @@ import dev.runway.core.Time;
 import dev.runway.db.GroupCommitter;
 import dev.runway.run.Run;
 import dev.runway.workflow.Step;
-import java.time.Duration;
 import java.time.Instant;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Executor;
-import java.util.concurrent.ThreadLocalRandom;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -25,7 +23,6 @@ import org.slf4j.LoggerFactory;
  */
 final class StepRunner implements RunAdvancer {
   private static final Logger LOG = LoggerFactory.getLogger(StepRunner.class);
-  private static final Duration MAX_BACKOFF = Duration.ofMinutes(5);
   /**
    * The most a run's step progress (outputs and attempts) may take, in characters: half of what its
    * column holds, so that a run can always record why it failed. A step whose answer would take it
@@ -140,7 +137,7 @@ final class StepRunner implements RunAdvancer {
     if (outcome.succeeded()) {
       m.completeStep(outcome.output());
     } else if (outcome.retryable() && attempt < step.maxAttempts()) {
-      m.retryAt(m.now().plus(backoff(attempt)));
+      m.retryAt(m.now().plus(Backoff.jittered(settings.retryBase(), attempt)));
     } else {
       String why = outcome.retryable() ? outcome.message() + " (after " + attempt + " attempts)" : outcome.message();
       m.failStep(outcome.httpStatus(), why);
@@ -170,10 +167,4 @@ final class StepRunner implements RunAdvancer {
     return body;
   }
 
-  /** Exponential backoff with jitter: base * 2^(attempt-1), at most 5 minutes, then 50-100% of that. */
-  private Duration backoff(int attempt) {
-    long base = settings.retryBase().toMillis();
-    long exp = Math.min(MAX_BACKOFF.toMillis(), base << Math.min(attempt - 1, 20));
-    return Duration.ofMillis(exp / 2 + ThreadLocalRandom.current().nextLong(exp / 2 + 1));
-  }
 }

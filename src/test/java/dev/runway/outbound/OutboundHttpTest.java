@@ -78,6 +78,22 @@ class OutboundHttpTest {
     };
   }
 
+  /** A server on loopback whose every answer is 200 with {@code bytes} bytes of "x". */
+  private static HttpServer answering(int bytes) throws Exception {
+    HttpServer big = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 10);
+    big.createContext("/", exchange -> {
+      byte[] body = "x".repeat(bytes).getBytes(StandardCharsets.UTF_8);
+      exchange.sendResponseHeaders(200, body.length);
+      try (OutputStream out = exchange.getResponseBody()) {
+        out.write(body);
+      } catch (java.io.IOException cut) {
+        // the client stopped reading
+      }
+    });
+    big.start();
+    return big;
+  }
+
   private static OutboundHttp.Call call(String url) {
     return new OutboundHttp.Call("POST", URI.create(url), Map.of("Content-Type", "application/json"),
         "{}".getBytes(StandardCharsets.UTF_8), Duration.ofSeconds(5), 1024);
@@ -150,17 +166,7 @@ class OutboundHttpTest {
 
   @Test
   void an_answer_is_read_up_to_its_limit_and_no_further() throws Exception {
-    HttpServer big = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 10);
-    big.createContext("/", exchange -> {
-      byte[] body = "x".repeat(5_000_000).getBytes(StandardCharsets.UTF_8);
-      exchange.sendResponseHeaders(200, body.length);
-      try (OutputStream out = exchange.getResponseBody()) {
-        out.write(body);
-      } catch (java.io.IOException cut) {
-        // the client stopped reading
-      }
-    });
-    big.start();
+    HttpServer big = answering(5_000_000);
     try (OutboundHttp http = new OutboundHttp(OutboundHttp.AddressPolicy.publicOnly(true), 10, 100, null)) {
       OutboundHttp.Answer answer = http.send(call("http://127.0.0.1:" + big.getAddress().getPort() + "/"))
           .get(10, TimeUnit.SECONDS);
@@ -174,17 +180,7 @@ class OutboundHttpTest {
 
   @Test
   void an_answer_takes_memory_as_it_arrives_and_is_not_read_past_what_there_is_room_for() throws Exception {
-    HttpServer big = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 10);
-    big.createContext("/", exchange -> {
-      byte[] body = "x".repeat(200_000).getBytes(StandardCharsets.UTF_8);
-      exchange.sendResponseHeaders(200, body.length);
-      try (OutputStream out = exchange.getResponseBody()) {
-        out.write(body);
-      } catch (java.io.IOException cut) {
-        // the client stopped reading
-      }
-    });
-    big.start();
+    HttpServer big = answering(200_000);
     try (OutboundHttp http = new OutboundHttp(OutboundHttp.AddressPolicy.publicOnly(true), 10, 100, null)) {
       java.net.URI uri = java.net.URI.create("http://127.0.0.1:" + big.getAddress().getPort() + "/");
       java.util.List<Integer> asked = new java.util.concurrent.CopyOnWriteArrayList<>();

@@ -5,13 +5,10 @@ import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.NullNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import com.sun.net.httpserver.HttpExchange;
-import com.sun.net.httpserver.HttpServer;
 import dev.runway.core.Json;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
-import java.net.InetAddress;
-import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.time.Instant;
@@ -24,8 +21,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.TreeMap;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Function;
 
@@ -246,8 +241,7 @@ public final class FakeModel implements AutoCloseable {
     }
   }
 
-  private final HttpServer server;
-  private final ExecutorService threads;
+  private final LoopbackHttp http;
   private final List<Request> requests = new ArrayList<>();
   private final Deque<Reply> queue = new ArrayDeque<>();
   private final AtomicInteger inFlight = new AtomicInteger();
@@ -255,37 +249,21 @@ public final class FakeModel implements AutoCloseable {
   private Reply last;
   private Function<JsonNode, Reply> responder;
 
-  private FakeModel(HttpServer server, ExecutorService threads) {
-    this.server = server;
-    this.threads = threads;
+  private FakeModel() {
+    this.http = LoopbackHttp.serve("fake-model", this::handle); // last: the handler reads the fields above
   }
 
   public static FakeModel start() {
-    try {
-      HttpServer server = HttpServer.create(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), 1000);
-      AtomicInteger n = new AtomicInteger();
-      ExecutorService threads = Executors.newCachedThreadPool(r -> {
-        Thread t = new Thread(r, "fake-model-" + n.incrementAndGet());
-        t.setDaemon(true);
-        return t;
-      });
-      FakeModel model = new FakeModel(server, threads);
-      server.createContext("/", model::handle);
-      server.setExecutor(threads);
-      server.start();
-      return model;
-    } catch (IOException e) {
-      throw new IllegalStateException("cannot start a fake model", e);
-    }
+    return new FakeModel();
   }
 
   /** http://127.0.0.1:port/v1: what an OpenAI client takes as its base URL. */
   public String baseUrl() {
-    return "http://127.0.0.1:" + server.getAddress().getPort() + "/v1";
+    return "http://127.0.0.1:" + http.port() + "/v1";
   }
 
   public int port() {
-    return server.getAddress().getPort();
+    return http.port();
   }
 
   /** Appends replies to the queue; the last one taken repeats once the queue is empty. */
@@ -411,7 +389,6 @@ public final class FakeModel implements AutoCloseable {
 
   @Override
   public void close() {
-    server.stop(0);
-    threads.shutdownNow();
+    http.close();
   }
 }

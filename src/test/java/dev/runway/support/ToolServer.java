@@ -3,13 +3,10 @@ package dev.runway.support;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.NullNode;
 import com.sun.net.httpserver.HttpExchange;
-import com.sun.net.httpserver.HttpServer;
 import dev.runway.core.Json;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
-import java.net.InetAddress;
-import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.time.Instant;
@@ -19,8 +16,6 @@ import java.util.Deque;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
 import java.util.concurrent.atomic.AtomicInteger;
 
 /**
@@ -57,44 +52,27 @@ public final class ToolServer implements AutoCloseable {
     }
   }
 
-  private final HttpServer server;
-  private final ExecutorService threads;
+  private final LoopbackHttp http;
   private final List<Call> calls = new ArrayList<>();
   private final AtomicInteger inFlight = new AtomicInteger();
   private final AtomicInteger peak = new AtomicInteger();
   private final Map<String, Deque<Reply>> scripts = new HashMap<>();
 
-  private ToolServer(HttpServer server, ExecutorService threads) {
-    this.server = server;
-    this.threads = threads;
+  private ToolServer() {
+    this.http = LoopbackHttp.serve("tool-server", this::handle); // last: the handler reads the fields above
   }
 
   public static ToolServer start() {
-    try {
-      HttpServer server = HttpServer.create(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), 1000);
-      AtomicInteger n = new AtomicInteger();
-      ExecutorService threads = Executors.newCachedThreadPool(r -> {
-        Thread t = new Thread(r, "tool-server-" + n.incrementAndGet());
-        t.setDaemon(true);
-        return t;
-      });
-      ToolServer tool = new ToolServer(server, threads);
-      server.createContext("/", tool::handle);
-      server.setExecutor(threads);
-      server.start();
-      return tool;
-    } catch (IOException e) {
-      throw new IllegalStateException("cannot start a tool server", e);
-    }
+    return new ToolServer();
   }
 
   /** http://127.0.0.1:port + path. */
   public String url(String path) {
-    return "http://127.0.0.1:" + server.getAddress().getPort() + path;
+    return "http://127.0.0.1:" + http.port() + path;
   }
 
   public int port() {
-    return server.getAddress().getPort();
+    return http.port();
   }
 
   /** Answers the next calls to {@code path} with these replies in order; the last one repeats. */
@@ -176,7 +154,6 @@ public final class ToolServer implements AutoCloseable {
 
   @Override
   public void close() {
-    server.stop(0);
-    threads.shutdownNow();
+    http.close();
   }
 }
