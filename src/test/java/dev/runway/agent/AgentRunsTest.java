@@ -426,6 +426,46 @@ class AgentRunsTest {
     }
   }
 
+  @BothDatabases
+  void cancel_during_a_tool_call_ends_the_run_at_once_and_its_result_is_not_kept(Api api) throws Exception {
+    try (FakeModel model = FakeModel.start(); ToolServer tools = ToolServer.start();
+        Engine engine = engine(api, model)) {
+      tools.script("/lookup", ToolServer.Reply.json(200, "{\"name\":\"Ada\"}").after(Duration.ofMillis(800)));
+      model.script(Reply.toolCalls(ToolCall.of("c1", "lookup", Map.of("email", "a@example.com"))), Reply.text("never"));
+      api.test(http -> {
+        agent(http, "slowtool", null, tool("lookup", tools.url("/lookup"), false));
+        String id = start(http, "slowtool", "\"x\"");
+        await(http, id, "a tool call in flight", run -> tools.calls("/lookup").size() == 1);
+        Http.Reply canceled = http.post("/v1/runs/" + id + "/cancel", "{}");
+        assertEquals(200, canceled.status(), canceled::toString);
+        assertEquals("canceled", canceled.json().get("status").asText());
+        Thread.sleep(1_200); // the tool answers meanwhile
+        assertEquals("canceled", http.get("/v1/runs/" + id).json().get("status").asText());
+        assertEquals(1, model.requestCount(), "the model is not called again");
+        assertEquals(List.of("system", "user", "assistant"),
+            messages(http, id).stream().map(m -> m.get("role").asText()).toList(), "the tool's result is not kept");
+      });
+    }
+  }
+
+  @BothDatabases
+  void a_tool_call_nobody_approves_in_time_fails_the_run_with_approval_expired(Api api) throws Exception {
+    try (FakeModel model = FakeModel.start(); ToolServer tools = ToolServer.start();
+        Engine engine = engine(api, model, s -> s.with("engine.approval_timeout_s", "1"))) {
+      model.script(Reply.toolCalls(ToolCall.of("c1", "refund", Map.of("email", "a@example.com"))), Reply.text("never"));
+      api.test(http -> {
+        agent(http, "unattended", null, tool("refund", tools.url("/refund"), true));
+        String id = start(http, "unattended", "\"refund\"");
+        awaitStatus(http, id, "awaiting_approval");
+        JsonNode run = failedWith(http, id, "approval_expired");
+        assertEquals("expired", run.get("approval").get("status").asText());
+        assertEquals("c1", run.get("approval").get("tool_call").get("id").asText());
+        assertEquals(0, tools.calls("/refund").size());
+        assertEquals(1, model.requestCount());
+      });
+    }
+  }
+
   // ---- the start endpoint ----
 
   @BothDatabases
