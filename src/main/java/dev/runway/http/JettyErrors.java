@@ -13,6 +13,12 @@ import org.eclipse.jetty.util.Callback;
 
 /** Makes the errors Jetty answers before Javalin sees a request problem+json too, never an HTML page. */
 public final class JettyErrors extends ErrorHandler {
+  /** Every method gets its problem body: Jetty writes one only for GET, POST and HEAD by default (a PUT over the size limit got an empty 413). */
+  @Override
+  public boolean errorPageForMethod(String method) {
+    return true;
+  }
+
   @Override
   protected void generateResponse(Request request, Response response, int code, String message, Throwable cause,
       Callback callback) {
