@@ -12,6 +12,7 @@ import dev.runway.workflow.WorkflowFiles;
 import dev.runway.http.InFlightLimit;
 import io.javalin.Javalin;
 import java.time.Duration;
+import java.time.Instant;
 import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
@@ -147,12 +148,20 @@ public final class Runway implements AutoCloseable {
 
   private static void sweep(Services services) {
     try {
-      int removed = services.runs().sweepIdempotencyKeys();
+      int removed = services.idempotency().sweep();
       if (removed > 0) {
         LOG.info("removed {} expired idempotency keys", removed);
       }
     } catch (RuntimeException e) {
       LOG.warn("idempotency key sweep failed: {}", e.getMessage());
+    }
+    try {
+      int pruned = services.crm().prune(Instant.now().minus(services.crm().changesRetention()));
+      if (pruned > 0) {
+        LOG.info("pruned {} CRM changes past crm.changes_retention_hours", pruned);
+      }
+    } catch (RuntimeException e) {
+      LOG.warn("CRM change feed pruning failed: {}", e.getMessage());
     }
   }
 

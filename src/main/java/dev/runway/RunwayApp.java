@@ -3,6 +3,8 @@ package dev.runway;
 import dev.runway.agent.AgentRoutes;
 import dev.runway.auth.Scope;
 import dev.runway.config.ServerSettings;
+import dev.runway.crm.CrmRoutes;
+import dev.runway.crm.CrmSettings;
 import dev.runway.http.AuthHandler;
 import dev.runway.http.BufferedBodies;
 import dev.runway.http.ErrorMapper;
@@ -21,11 +23,15 @@ import io.javalin.config.RoutesConfig;
 import java.util.Map;
 import java.util.concurrent.Executor;
 import java.util.concurrent.RejectedExecutionException;
+import java.util.regex.Pattern;
 import org.eclipse.jetty.server.NetworkConnectionLimit;
 import org.eclipse.jetty.util.thread.QueuedThreadPool;
 
 /** Builds Runway's HTTP application, unstarted, so tests can hand the same app to JavalinTest. */
 public final class RunwayApp {
+  /** The one path whose bodies may be larger than http.max_body_bytes: a CRM sync (1 MiB). */
+  private static final Pattern CRM_SYNC = Pattern.compile("/v1/crm/[^/]+/records/sync");
+
   private RunwayApp() {}
 
   public static Javalin create(Services services, ServerSettings settings) {
@@ -41,6 +47,8 @@ public final class RunwayApp {
     WorkflowRoutes workflows = new WorkflowRoutes(services.workflows(), bodies);
     SecretRoutes secrets = new SecretRoutes(services.secrets(), bodies);
     AgentRoutes agents = new AgentRoutes(services.agents(), bodies);
+    int maxSyncBytes = Math.max(settings.maxBodyBytes(), CrmSettings.MAX_SYNC_BODY_BYTES);
+    CrmRoutes crm = new CrmRoutes(services.crm(), settings.crm(), new RequestBodies(maxSyncBytes), resumeOn(threads));
     RateLimits limits = settings.rateLimits();
     AuthHandler auth = new AuthHandler(services.keys(), limits, inFlight);
 
@@ -48,7 +56,7 @@ public final class RunwayApp {
       config.startup.showJavalinBanner = false;
       config.startup.showOldJavalinVersionWarning = false;
       config.http.prefer405over404 = true;
-      config.http.maxRequestSize = settings.maxBodyBytes();
+      config.http.maxRequestSize = maxSyncBytes;
       // Javalin copies each response body into Jetty's buffer through a buffer of this size, made
       // anew for every request (by default 32 KB: most of what a request allocated).
       config.http.responseBufferSize = 4096;
@@ -67,7 +75,8 @@ public final class RunwayApp {
         connections.setEndPointIdleTimeout(1000);
         server.addBean(connections);
         // Bodies are received before Javalin (and the limits of requests in flight) sees a request.
-        server.insertHandler(new BufferedBodies(settings.maxBodyBytes(), settings.bodyTimeout().toMillis(),
+        server.insertHandler(new BufferedBodies(path -> CRM_SYNC.matcher(path).matches() ? maxSyncBytes
+            : settings.maxBodyBytes(), settings.bodyTimeout().toMillis(),
             settings.maxPendingBodiesPerKey(), settings.maxPendingBodyBytes(), AuthHandler.callerOf(services.keys())));
       });
       config.jetty.modifyServletContextHandler(context -> context.setErrorHandler(new JettyErrors()));
@@ -119,6 +128,13 @@ public final class RunwayApp {
       routes.delete("/v1/agents/{id}", agents::archive, Scope.WORKFLOWS_WRITE);
       routes.get("/v1/agents", agents::list, Scope.RUNS_READ);
       routes.post("/v1/agents/{id}/runs", runs::startAgent, Scope.RUNS_WRITE);
+
+      routes.post("/v1/crm/{object_type}/records/sync", crm::sync, Scope.CRM_WRITE);
+      routes.get("/v1/crm/{object_type}/records/{external_id}", crm::get, Scope.CRM_READ);
+      routes.delete("/v1/crm/{object_type}/records/{external_id}", crm::delete, Scope.CRM_WRITE);
+      routes.get("/v1/crm/{object_type}/records", crm::list, Scope.CRM_READ);
+      routes.get("/v1/crm/{object_type}/changes", crm::changes, Scope.CRM_READ);
+      routes.get("/v1/crm/objects", crm::objects, Scope.CRM_READ);
 
       routes.put("/v1/secrets/{name}", secrets::put, Scope.ADMIN);
       routes.get("/v1/secrets/{name}", secrets::get, Scope.ADMIN);

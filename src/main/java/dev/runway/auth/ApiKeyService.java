@@ -71,7 +71,8 @@ public final class ApiKeyService {
         workspaceId,
         name,
         KeyHasher.hash(key),
-        EnumSet.copyOf(scopes).stream().map(Scope::wireName).collect(Collectors.joining(",")),
+        scopes.containsAll(Scope.all()) ? Scope.EVERY
+            : EnumSet.copyOf(scopes).stream().map(Scope::wireName).collect(Collectors.joining(",")),
         projects == null ? null : String.join(",", projects),
         now,
         validFor == null ? null : now.plus(validFor),
@@ -140,7 +141,7 @@ public final class ApiKeyService {
   }
 
   static Principal toPrincipal(ApiKey key) {
-    Set<Scope> scopes = EnumSet.noneOf(Scope.class);
+    Set<Scope> scopes = key.scopes().equals(Scope.EVERY) ? Scope.all() : EnumSet.noneOf(Scope.class);
     for (String s : key.scopes().split(",")) {
       Scope.parse(s).ifPresent(scopes::add);
     }

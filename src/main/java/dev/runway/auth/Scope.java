@@ -12,7 +12,12 @@ public enum Scope implements RouteRole {
   RUNS_READ("runs:read"),
   APPROVALS_WRITE("approvals:write"),
   WORKFLOWS_WRITE("workflows:write"),
+  CRM_WRITE("crm:write"),
+  CRM_READ("crm:read"),
   ADMIN("admin");
+
+  /** How a key made with every scope stores them: it then also has the scopes later versions add. */
+  public static final String EVERY = "*";
 
   private final String wireName;
 

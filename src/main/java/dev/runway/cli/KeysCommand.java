@@ -20,7 +20,8 @@ public final class KeysCommand {
       usage: runway keys create --workspace W [--name N] [--scopes S1,S2] [--projects P1,P2] [--expires-in-days D]
              runway keys list --workspace W
              runway keys revoke KEY_ID
-      scopes: runs:write, runs:read, approvals:write, workflows:write, admin (default: all)""";
+      scopes: runs:write, runs:read, approvals:write, workflows:write, crm:write, crm:read, admin
+        (default: all, also scopes added by later versions)""";
 
   private final ApiKeyService keys;
   private final PrintStream out;
@@ -73,7 +74,7 @@ public final class KeysCommand {
     for (ApiKey key : keys.list(workspace)) {
       String state = key.revokedAt() != null ? "revoked " + Json.TIME.format(key.revokedAt())
           : key.expiresAt() != null ? "expires " + Json.TIME.format(key.expiresAt()) : "active";
-      String scopes = key.scopes() + (key.projects() == null ? "" : " projects=" + key.projects());
+      String scopes = (key.scopes().equals(Scope.EVERY) ? "all scopes" : key.scopes()) + (key.projects() == null ? "" : " projects=" + key.projects());
       out.printf("%-30s %-20s %-50s %-24s %s%n", key.id(), key.name(), scopes, Json.TIME.format(key.createdAt()), state);
     }
     return 0;

@@ -1,5 +1,6 @@
 package dev.runway.config;
 
+import dev.runway.crm.CrmSettings;
 import dev.runway.engine.EngineSettings;
 import dev.runway.engine.ModelSettings;
 import dev.runway.http.RateLimiter;
@@ -38,7 +39,8 @@ public record ServerSettings(
     String secretsKey,
     Path secretsKeyFile,
     EngineSettings engine,
-    ModelSettings model) {
+    ModelSettings model,
+    CrmSettings crm) {
 
   public static ServerSettings from(Settings s) {
     String url = s.string("db.url");
@@ -84,7 +86,8 @@ public record ServerSettings(
         secretsKey,
         Path.of(s.string("secrets.key_file")),
         EngineSettings.from(s),
-        ModelSettings.from(s));
+        ModelSettings.from(s),
+        CrmSettings.from(s));
   }
 
   private static boolean isKey(String base64) {

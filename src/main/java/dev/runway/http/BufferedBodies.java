@@ -8,6 +8,7 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Function;
+import java.util.function.ToIntFunction;
 import dev.runway.auth.Principal;
 import org.eclipse.jetty.http.HttpHeader;
 import org.eclipse.jetty.http.HttpStatus;
@@ -26,7 +27,7 @@ import org.eclipse.jetty.util.thread.Scheduler;
  *
  * <p>A body is received only for a request with a valid API key (any other is handed on at once,
  * unread, and refused with 401 from its headers alone). It must arrive within {@code timeoutMillis}
- * of the headers (else 408) and be at most {@code maxBytes} (else 413, at once when its
+ * of the headers (else 408) and be at most the limit of its path (else 413, at once when its
  * Content-Length says so). One key may have at most {@code maxPendingPerKey} bodies still arriving
  * (else 429), and all bodies still arriving together hold at most {@code maxPendingBytes} of memory
  * (else 503). Bodies are not counted by client address: behind a load balancer every client has
@@ -35,7 +36,7 @@ import org.eclipse.jetty.util.thread.Scheduler;
  * <p>A body that came with its headers is handed on at once, counted nowhere, without a timer.
  */
 public final class BufferedBodies extends Handler.Wrapper {
-  private final int maxBytes;
+  private final ToIntFunction<String> maxBytesOf;
   private final long timeoutMillis;
   private final int maxPendingPerKey;
   private final long maxPendingBytes;
@@ -44,9 +45,9 @@ public final class BufferedBodies extends Handler.Wrapper {
   private final AtomicLong pendingBytes = new AtomicLong();
 
   /** {@code callerOf} gives the caller whose valid API key an Authorization header carries, or null. */
-  public BufferedBodies(int maxBytes, long timeoutMillis, int maxPendingPerKey, long maxPendingBytes,
+  public BufferedBodies(ToIntFunction<String> maxBytesOf, long timeoutMillis, int maxPendingPerKey, long maxPendingBytes,
       Function<String, Principal> callerOf) {
-    this.maxBytes = maxBytes;
+    this.maxBytesOf = maxBytesOf;
     this.timeoutMillis = timeoutMillis;
     this.maxPendingPerKey = maxPendingPerKey;
     this.maxPendingBytes = maxPendingBytes;
@@ -60,8 +61,9 @@ public final class BufferedBodies extends Handler.Wrapper {
     if (declared <= 0 && !chunked) {
       return super.handle(request, response, callback);
     }
+    int maxBytes = maxBytesOf.applyAsInt(request.getHttpURI().getPath());
     if (declared > maxBytes) {
-      Response.writeError(request, response, callback, HttpStatus.PAYLOAD_TOO_LARGE_413, tooLarge());
+      Response.writeError(request, response, callback, HttpStatus.PAYLOAD_TOO_LARGE_413, tooLarge(maxBytes));
       return true;
     }
     Principal caller = callerOf.apply(request.getHeaders().get(HttpHeader.AUTHORIZATION));
@@ -69,11 +71,11 @@ public final class BufferedBodies extends Handler.Wrapper {
       return super.handle(request, response, callback);
     }
     request.setAttribute(AuthHandler.FOUND_BEFORE_BODY, caller); // not looked up twice
-    new Receiver(request, response, callback, caller.keyId()).receive();
+    new Receiver(request, response, callback, caller.keyId(), maxBytes).receive();
     return true;
   }
 
-  private String tooLarge() {
+  private static String tooLarge(int maxBytes) {
     return "the request body is larger than " + maxBytes + " bytes";
   }
 
@@ -83,6 +85,7 @@ public final class BufferedBodies extends Handler.Wrapper {
     private final Response response;
     private final Callback callback;
     private final String keyId;
+    private final int maxBytes;
     private final ByteArrayOutputStream body;
     /** Set once the request is handed on or answered: whatever comes later is ignored. */
     private final AtomicBoolean settled = new AtomicBoolean();
@@ -90,8 +93,9 @@ public final class BufferedBodies extends Handler.Wrapper {
     private long reserved;
     private Scheduler.Task deadline;
 
-    Receiver(Request request, Response response, Callback callback, String keyId) {
+    Receiver(Request request, Response response, Callback callback, String keyId, int maxBytes) {
       this.request = request;
+      this.maxBytes = maxBytes;
       this.response = response;
       this.callback = callback;
       this.keyId = keyId;
@@ -118,7 +122,7 @@ public final class BufferedBodies extends Handler.Wrapper {
         int size = chunk.remaining();
         if (body.size() + size > maxBytes) {
           chunk.release();
-          refuse(HttpStatus.PAYLOAD_TOO_LARGE_413, tooLarge());
+          refuse(HttpStatus.PAYLOAD_TOO_LARGE_413, tooLarge(maxBytes));
           return;
         }
         if (waiting && !reserve(size)) {

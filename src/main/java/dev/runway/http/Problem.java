@@ -24,6 +24,13 @@ public final class Problem {
     return body;
   }
 
+  /** The problem a refusal makes, without a request id: for errors inside a body, e.g. one record's of a batch. */
+  public static Map<String, Object> of(ApiException e) {
+    Map<String, Object> body = body(e.status(), e.code(), e.getMessage(), e.param(), null, e.extensions());
+    body.remove("request_id");
+    return body;
+  }
+
   static String title(int status) {
     return switch (status) {
       case 400 -> "Bad Request";

@@ -106,7 +106,8 @@ public final class RequestBodies {
     return (ObjectNode) node;
   }
 
-  static String kind(JsonNode node) {
+  /** How a JSON value is named in error messages: "an array", "a string", ... */
+  public static String kind(JsonNode node) {
     return switch (node.getNodeType()) {
       case ARRAY -> "an array";
       case OBJECT -> "an object";

@@ -1,4 +1,4 @@
-package dev.runway.run;
+package dev.runway.idempotency;
 
 import java.time.Instant;
 

@@ -203,7 +203,7 @@ public final class RunRoutes {
     return statuses;
   }
 
-  static String idempotencyKey(Context ctx) {
+  public static String idempotencyKey(Context ctx) {
     String key = ctx.header(IDEMPOTENCY_KEY);
     if (key == null) {
       return null;

@@ -20,6 +20,7 @@ import dev.runway.engine.EventDao;
 import dev.runway.engine.RunMachine;
 import dev.runway.engine.RunStateMachine;
 import dev.runway.http.ApiException;
+import dev.runway.idempotency.IdempotencyStore;
 import dev.runway.workflow.Step;
 import dev.runway.workflow.Workflow;
 import dev.runway.workflow.WorkflowService;
@@ -44,7 +45,7 @@ public final class RunService {
   private final Jdbi jdbi;
   private final GroupCommitter committer;
   private final WorkflowService workflows;
-  private final Duration idempotencyTtl;
+  private final IdempotencyStore idempotency;
   private final long approvalTimeoutSeconds;
   private final Runnable runDue;
   /**
@@ -65,12 +66,12 @@ public final class RunService {
    * {@code approvalTimeoutSeconds}.
    */
   public RunService(Jdbi jdbi, GroupCommitter committer, WorkflowService workflows, AgentService agents,
-      Duration idempotencyTtl, long approvalTimeoutSeconds, Runnable runDue) {
+      IdempotencyStore idempotency, long approvalTimeoutSeconds, Runnable runDue) {
     this.jdbi = jdbi;
     this.agents = agents;
     this.committer = committer;
     this.workflows = workflows;
-    this.idempotencyTtl = idempotencyTtl;
+    this.idempotency = idempotency;
     this.approvalTimeoutSeconds = approvalTimeoutSeconds;
     this.runDue = runDue;
   }
@@ -92,7 +93,7 @@ public final class RunService {
    */
   public CompletableFuture<Started> start(Principal caller, StartRequest request) {
     return start(caller, request.project(), request.idempotencyKey(), () -> requestHash(request),
-        () -> firstMoves(newRun(caller, request), caller));
+        () -> firstMoves(newRun(caller, request), caller.keyId()));
   }
 
   /** Starts an agent run, as {@link #start} does a workflow run; 404 if the agent is missing or archived. */
@@ -122,45 +123,26 @@ public final class RunService {
    * at: a retry gets what the first request got even if the workflow (or agent) was archived since.
    */
   private Started startOnce(Principal caller, String idempotencyKey, String requestHash, Supplier<Firsts> firstMoves) {
-    Optional<Started> replay = replay(caller, idempotencyKey, requestHash);
+    Optional<IdempotencyStore.Stored> replay = idempotency.replay(caller, idempotencyKey, requestHash);
     if (replay.isPresent()) {
-      return replay.get();
+      return new Started(replay.get().status(), replay.get().body(), true);
     }
     Firsts firsts = firstMoves.get();
     Run run = firsts.started();
     String body = Json.string(RunView.of(run));
     try {
       committer.commit(caller.workspaceId(), tx -> {
-        IdempotencyDao keys = tx.dao(IdempotencyDao.class);
-        keys.deleteIfExpired(caller.workspaceId(), caller.keyId(), idempotencyKey, run.createdAt());
         // The key's row goes in with the run: a concurrent twin fails on it (or waits for it), then replays.
-        keys.insert(new IdempotencyRecord(caller.workspaceId(), caller.keyId(), idempotencyKey,
-            requestHash, 200, body, run.createdAt(), run.createdAt().plus(idempotencyTtl)));
+        idempotency.store(tx, caller, idempotencyKey, requestHash, new IdempotencyStore.Stored(200, body),
+            run.createdAt());
         return insert(tx, firsts);
       });
-    } catch (JdbiException e) {
-      if (SqlErrors.isUniqueViolation(e) || SqlErrors.isLockTimeout(e)) {
-        return replay(caller, idempotencyKey, requestHash).orElseThrow(() -> new ApiException(409,
-            "idempotency_in_progress", "a request with this Idempotency-Key is still being served; retry shortly",
-            null, Map.of("Retry-After", "1")));
-      }
-      throw e;
+    } catch (RuntimeException e) {
+      IdempotencyStore.Stored twin = idempotency.afterFailure(e, caller, idempotencyKey, requestHash);
+      return new Started(twin.status(), twin.body(), true);
     }
     firsts.wakeEngine(runDue);
     return new Started(200, body, false);
-  }
-
-  private Optional<Started> replay(Principal caller, String idempotencyKey, String requestHash) {
-    Optional<IdempotencyRecord> stored = jdbi.withExtension(IdempotencyDao.class,
-        dao -> dao.find(caller.workspaceId(), caller.keyId(), idempotencyKey));
-    if (stored.isEmpty() || !Instant.now().isBefore(stored.get().expiresAt())) {
-      return Optional.empty();
-    }
-    if (!stored.get().requestHash().equals(requestHash)) {
-      throw new ApiException(422, "idempotency_key_mismatch",
-          "this Idempotency-Key was already used with a different request", null);
-    }
-    return Optional.of(new Started(stored.get().responseStatus(), stored.get().responseBody(), true));
   }
 
   /**
@@ -171,12 +153,32 @@ public final class RunService {
     Workflow workflow = workflows.findActive(caller.workspaceId(), request.workflowId())
         .orElseThrow(() -> ApiException.notFound("workflow_not_found",
             "no workflow '" + request.workflowId() + "' in this workspace"));
+    return newRun(workflow, request.project(), request.inputs());
+  }
+
+  private Run newRun(Workflow workflow, String project, ObjectNode inputs) {
     Template template = template(workflow);
     Instant now = Time.now();
-    return new Run(Ids.newId("run", now.toEpochMilli()), caller.workspaceId(), Run.WORKFLOW, workflow.id(), null,
-        request.project(), RunStatus.RUNNING.wireName(), workflow.requiresApproval(), Json.string(request.inputs()),
+    return new Run(Ids.newId("run", now.toEpochMilli()), workflow.workspaceId(), Run.WORKFLOW, workflow.id(), null,
+        project, RunStatus.RUNNING.wireName(), workflow.requiresApproval(), Json.string(inputs),
         now, now, null, null, null, template.definition(), template.steps(),
         workflow.requiresApproval() ? -1 : 0, now, null, null, 0);
+  }
+
+  /**
+   * Starts a run of {@code workflow} within {@code tx}, the transaction of what started it (a CRM
+   * record change), so both commit or neither does. {@code actor} is named by its start event.
+   * Returns whether the engine has work for it at once: then call {@link #runsBecameDue} after the commit.
+   */
+  public boolean startInTransaction(Tx tx, Workflow workflow, String project, ObjectNode inputs, String actor) {
+    Firsts firsts = firstMoves(newRun(workflow, project, inputs), actor);
+    insert(tx, firsts);
+    return firsts.callDue();
+  }
+
+  /** Tells the engine that runs started by {@link #startInTransaction} have work due now. */
+  public void runsBecameDue() {
+    runDue.run();
   }
 
   /**
@@ -219,11 +221,11 @@ public final class RunService {
    * the run stands at an http step or has to wait. The caller still gets the run as it started:
    * {@code running}.
    */
-  private Firsts firstMoves(Run run, Principal caller) {
+  private Firsts firstMoves(Run run, String actor) {
     RunStateMachine machine = new RunStateMachine(run, run.createdAt());
     boolean callDue = machine.moveUntilWaiting(approvalTimeoutSeconds);
     List<Event> events = new ArrayList<>();
-    events.add(RunStateMachine.started(run, caller.keyId()));
+    events.add(RunStateMachine.started(run, actor));
     events.addAll(machine.events());
     return new Firsts(run, machine.toRun(null, null), events, List.of(), callDue);
   }
@@ -403,8 +405,4 @@ public final class RunService {
     return jdbi.withExtension(RunDao.class, dao -> dao.list(caller.workspaceId(), scoped, limit));
   }
 
-  /** Drops stored idempotent responses past their time; returns how many. */
-  public int sweepIdempotencyKeys() {
-    return jdbi.withExtension(IdempotencyDao.class, dao -> dao.deleteExpired(Instant.now()));
-  }
 }

@@ -2,7 +2,7 @@ package dev.runway.workflow;
 
 import java.time.Instant;
 
-/** A workflow definition as stored; {@code steps} is the JSON array text. */
+/** A workflow definition as stored; {@code steps} and {@code triggers} are JSON array text. */
 public record Workflow(
     String workspaceId,
     String id,
@@ -10,6 +10,7 @@ public record Workflow(
     String description,
     boolean requiresApproval,
     String steps,
+    String triggers,
     Instant createdAt,
     Instant updatedAt,
     Instant archivedAt) {

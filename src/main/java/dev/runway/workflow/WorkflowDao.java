@@ -17,12 +17,13 @@ public interface WorkflowDao {
   @SqlQuery("SELECT * FROM workflow WHERE workspace_id = :workspaceId AND id = :id FOR UPDATE")
   Optional<Workflow> findForUpdate(String workspaceId, String id);
 
-  @SqlUpdate("INSERT INTO workflow (workspace_id, id, name, description, requires_approval, steps, created_at, updated_at, archived_at) "
-      + "VALUES (:workspaceId, :id, :name, :description, :requiresApproval, :steps, :createdAt, :updatedAt, :archivedAt)")
+  @SqlUpdate("INSERT INTO workflow (workspace_id, id, name, description, requires_approval, steps, triggers, created_at, "
+      + "updated_at, archived_at) VALUES (:workspaceId, :id, :name, :description, :requiresApproval, :steps, :triggers, "
+      + ":createdAt, :updatedAt, :archivedAt)")
   void insert(@BindMethods Workflow workflow);
 
   @SqlUpdate("UPDATE workflow SET name = :name, description = :description, requires_approval = :requiresApproval, "
-      + "steps = :steps, updated_at = :updatedAt, archived_at = :archivedAt WHERE workspace_id = :workspaceId AND id = :id")
+      + "steps = :steps, triggers = :triggers, updated_at = :updatedAt, archived_at = :archivedAt WHERE workspace_id = :workspaceId AND id = :id")
   void update(@BindMethods Workflow workflow);
 
   /** A page of workflows by id; {@code after} is "" for the first page. */
@@ -32,6 +33,13 @@ public interface WorkflowDao {
   default List<Workflow> page(String workspaceId, String after, boolean includeArchived, int limit) {
     return page(workspaceId, after, includeArchived ? "" : "AND archived_at IS NULL", limit);
   }
+
+  @SqlUpdate("DELETE FROM crm_trigger WHERE workspace_id = :workspaceId AND workflow_id = :workflowId")
+  void deleteTriggers(String workspaceId, String workflowId);
+
+  @SqlUpdate("INSERT INTO crm_trigger (workspace_id, object_type, workflow_id, on_created, on_updated, on_deleted, project) "
+      + "VALUES (:workspaceId, :t.objectType, :workflowId, :t.onCreated, :t.onUpdated, :t.onDeleted, :t.project)")
+  void insertTrigger(String workspaceId, String workflowId, @BindMethods("t") Trigger trigger);
 
   @SqlUpdate("UPDATE workflow SET archived_at = :at, updated_at = :at WHERE workspace_id = :workspaceId AND id = :id AND archived_at IS NULL")
   int archive(String workspaceId, String id, Instant at);

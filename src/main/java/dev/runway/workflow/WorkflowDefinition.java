@@ -9,11 +9,12 @@ import java.util.Set;
 
 /**
  * What a caller (or a file under config/workflows) gives for a workflow, checked field by field.
- * {@code steps} keeps the caller's JSON as given; {@code parsedSteps} is what the engine runs.
+ * {@code steps} keeps the caller's JSON as given; {@code parsedSteps} is what the engine runs;
+ * {@code triggers} say which CRM record changes start a run.
  */
 public record WorkflowDefinition(String name, String description, boolean requiresApproval, JsonNode steps,
-    List<Step> parsedSteps) {
-  private static final Set<String> FIELDS = Set.of("name", "description", "requires_approval", "steps");
+    List<Step> parsedSteps, List<Trigger> triggers) {
+  private static final Set<String> FIELDS = Set.of("name", "description", "requires_approval", "steps", "triggers");
 
   /** Reads a definition; a missing name defaults to the workflow id. Refuses bad fields with ApiException. */
   public static WorkflowDefinition parse(String workflowId, ObjectNode body) {
@@ -24,7 +25,8 @@ public record WorkflowDefinition(String name, String description, boolean requir
         fields.optionalString("description", "", 2000),
         fields.optionalBoolean("requires_approval", false),
         steps,
-        Step.parseAll(steps));
+        Step.parseAll(steps),
+        Trigger.parseAll(fields.optionalArray("triggers")));
   }
 
   String stepsJson() {

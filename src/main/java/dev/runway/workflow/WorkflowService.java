@@ -63,23 +63,26 @@ public final class WorkflowService {
       WorkflowDao dao = h.attach(WorkflowDao.class);
       Optional<Workflow> existing = dao.findForUpdate(workspaceId, id);
       Workflow workflow = new Workflow(workspaceId, id, definition.name(), definition.description(),
-          definition.requiresApproval(), definition.stepsJson(),
+          definition.requiresApproval(), definition.stepsJson(), Trigger.toJson(definition.triggers()),
           existing.map(Workflow::createdAt).orElse(now), now, null);
-      if (existing.isEmpty()) {
-        dao.insert(workflow);
-        return new Saved(workflow, true);
-      }
-      if (sameDefinition(existing.get(), workflow)) {
+      if (existing.isPresent() && sameDefinition(existing.get(), workflow)) {
         return new Saved(existing.get(), false);
       }
-      dao.update(workflow);
-      return new Saved(workflow, false);
+      if (existing.isEmpty()) {
+        dao.insert(workflow);
+      } else {
+        dao.update(workflow);
+      }
+      dao.deleteTriggers(workspaceId, id);
+      definition.triggers().forEach(t -> dao.insertTrigger(workspaceId, id, t));
+      return new Saved(workflow, existing.isEmpty());
     });
   }
 
   private static boolean sameDefinition(Workflow a, Workflow b) {
     return !a.archived() && a.name().equals(b.name()) && a.description().equals(b.description())
-        && a.requiresApproval() == b.requiresApproval() && a.steps().equals(b.steps());
+        && a.requiresApproval() == b.requiresApproval() && a.steps().equals(b.steps())
+        && a.triggers().equals(b.triggers());
   }
 
   /** The workflow, archived or not; another workspace's does not exist. */

@@ -12,13 +12,14 @@ public record WorkflowView(
     String description,
     boolean requiresApproval,
     JsonNode steps,
+    JsonNode triggers,
     Instant createdAt,
     Instant updatedAt,
     Instant archivedAt) {
 
   public static WorkflowView of(Workflow w) {
     return new WorkflowView(w.id(), w.name(), w.description(), w.requiresApproval(), masked(Json.tree(w.steps())),
-        w.createdAt(), w.updatedAt(), w.archivedAt());
+        Json.tree(w.triggers()), w.createdAt(), w.updatedAt(), w.archivedAt());
   }
 
   /** The steps with every header value given literally masked (see SecretReferences.maskLiteral). */

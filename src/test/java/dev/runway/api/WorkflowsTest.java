@@ -31,7 +31,7 @@ class WorkflowsTest {
       assertTrue(created.header("Content-Type").startsWith("application/json"), created.header("Content-Type"));
       assertTrue(created.header("Request-Id").startsWith("req_"));
       JsonNode w = created.json();
-      assertEquals(List.of("id", "name", "description", "requires_approval", "steps", "created_at", "updated_at",
+      assertEquals(List.of("id", "name", "description", "requires_approval", "steps", "triggers", "created_at", "updated_at",
           "archived_at"), fieldNames(w));
       assertEquals("deploy", w.get("id").asText());
       assertEquals("Deploy", w.get("name").asText());

@@ -1,0 +1,185 @@
+package dev.runway.crm;
+
+import dev.runway.db.Jdbc;
+import dev.runway.db.Tx;
+import java.sql.PreparedStatement;
+import java.sql.SQLException;
+import java.time.Instant;
+import java.util.Collection;
+import java.util.List;
+import java.util.Optional;
+import org.jdbi.v3.sqlobject.config.KeyColumn;
+import org.jdbi.v3.sqlobject.config.RegisterConstructorMapper;
+import org.jdbi.v3.sqlobject.config.ValueColumn;
+import org.jdbi.v3.sqlobject.customizer.BindList;
+import org.jdbi.v3.sqlobject.customizer.Define;
+import org.jdbi.v3.sqlobject.statement.SqlQuery;
+import org.jdbi.v3.sqlobject.statement.SqlUpdate;
+
+/** CRM records, their change feed, object types and the triggers that listen to them. */
+@RegisterConstructorMapper(CrmRecord.class)
+@RegisterConstructorMapper(CrmChange.class)
+@RegisterConstructorMapper(CrmObjectType.class)
+@RegisterConstructorMapper(TriggerRow.class)
+@RegisterConstructorMapper(CrmDao.PrunableFeed.class)
+public interface CrmDao {
+  @SqlQuery("SELECT * FROM crm_record WHERE workspace_id = :ws AND object_type = :type AND external_id IN (<ids>)")
+  List<CrmRecord> findAll(String ws, String type, @BindList("ids") Collection<String> ids);
+
+  /** The stored version of each of these records that exists. */
+  @SqlQuery("SELECT external_id, version FROM crm_record WHERE workspace_id = :ws AND object_type = :type "
+      + "AND external_id IN (<ids>)")
+  @KeyColumn("external_id")
+  @ValueColumn("version")
+  java.util.Map<String, Integer> versions(String ws, String type, @BindList("ids") Collection<String> ids);
+
+  @SqlQuery("SELECT * FROM crm_record WHERE workspace_id = :ws AND object_type = :type AND external_id = :id")
+  Optional<CrmRecord> find(String ws, String type, String id);
+
+  /** A page of records by external id, after {@code after} ("" for the first page). */
+  @SqlQuery("SELECT * FROM crm_record WHERE workspace_id = :ws AND object_type = :type AND external_id > :after "
+      + "<filters> ORDER BY external_id LIMIT :limit")
+  List<CrmRecord> page(String ws, String type, String after, @Define("filters") String filters,
+      Instant updatedAfter, int limit);
+
+  default List<CrmRecord> page(String ws, String type, String after, Instant updatedAfter, boolean includeDeleted,
+      int limit) {
+    String filters = (includeDeleted ? "" : "AND deleted = FALSE ")
+        + (updatedAfter == null ? "" : "AND updated_at > :updatedAfter");
+    return page(ws, type, after == null ? "" : after, filters, updatedAfter, limit);
+  }
+
+  @SqlQuery("SELECT * FROM crm_change WHERE workspace_id = :ws AND object_type = :type AND seq > :after "
+      + "ORDER BY seq LIMIT :limit")
+  List<CrmChange> changes(String ws, String type, long after, int limit);
+
+  @SqlQuery("SELECT * FROM crm_object_type WHERE workspace_id = :ws AND object_type = :type")
+  Optional<CrmObjectType> objectType(String ws, String type);
+
+  @SqlQuery("SELECT * FROM crm_object_type WHERE workspace_id = :ws ORDER BY object_type")
+  List<CrmObjectType> objectTypes(String ws);
+
+  @SqlQuery("SELECT COUNT(*) FROM crm_object_type WHERE workspace_id = :ws")
+  int countObjectTypes(String ws);
+
+  @SqlUpdate("INSERT INTO crm_object_type (workspace_id, object_type, live_records, deleted_records, pruned_through, "
+      + "created_at, updated_at) VALUES (:ws, :type, 0, 0, 0, :now, :now)")
+  void insertObjectType(String ws, String type, Instant now);
+
+  @SqlUpdate("UPDATE crm_object_type SET live_records = live_records + :live, deleted_records = deleted_records + "
+      + ":deleted, updated_at = :now WHERE workspace_id = :ws AND object_type = :type")
+  void count(String ws, String type, long live, long deleted, Instant now);
+
+  @SqlQuery("SELECT * FROM crm_trigger WHERE workspace_id = :ws AND object_type = :type")
+  List<TriggerRow> triggers(String ws, String type);
+
+  /** The newest change of each feed made before {@code before}: how far each feed may be pruned. */
+  @SqlQuery("SELECT workspace_id, object_type, MAX(seq) AS through FROM crm_change WHERE changed_at < :before "
+      + "GROUP BY workspace_id, object_type")
+  List<PrunableFeed> prunable(Instant before);
+
+  /** A feed that has changes older than the retention, up to {@code through}. */
+  record PrunableFeed(String workspaceId, String objectType, long through) {}
+
+  /** The seq of the {@code n}th change of a feed (from 1), for pruning a long feed in parts. */
+  @SqlQuery("SELECT seq FROM crm_change WHERE workspace_id = :ws AND object_type = :type ORDER BY seq "
+      + "LIMIT 1 OFFSET :skip")
+  Optional<Long> nthChange(String ws, String type, int skip);
+
+  /**
+   * Removes the tombstones made by deletes among the changes up to {@code through}: those that are
+   * still exactly that tombstone (same version), not records deleted, restored and deleted again since.
+   */
+  @SqlUpdate("DELETE FROM crm_record WHERE workspace_id = :ws AND object_type = :type AND deleted = TRUE "
+      + "AND EXISTS (SELECT 1 FROM crm_change c WHERE c.workspace_id = :ws AND c.object_type = :type "
+      + "AND c.seq <= :through AND c.change = 'deleted' AND c.external_id = crm_record.external_id "
+      + "AND c.version = crm_record.version)")
+  int deleteTombstones(String ws, String type, long through);
+
+  @SqlUpdate("DELETE FROM crm_change WHERE workspace_id = :ws AND object_type = :type AND seq <= :through")
+  int deleteChanges(String ws, String type, long through);
+
+  @SqlUpdate("UPDATE crm_object_type SET pruned_through = :through, deleted_records = deleted_records - :tombstones "
+      + "WHERE workspace_id = :ws AND object_type = :type AND pruned_through < :through")
+  int pruned(String ws, String type, long through, long tombstones);
+
+  /** Drops an object type left without records and changes, so that it no longer counts against the limit. */
+  @SqlUpdate("DELETE FROM crm_object_type WHERE workspace_id = :ws AND object_type = :type AND live_records = 0 "
+      + "AND deleted_records = 0 AND NOT EXISTS (SELECT 1 FROM crm_change WHERE workspace_id = :ws "
+      + "AND object_type = :type)")
+  int dropIfEmpty(String ws, String type);
+
+  /**
+   * Inserts new records and updates stored ones at once (not at commit, as {@link Tx#batch} is
+   * meant for): a later write of the same group commit reads them. An update applies only to the
+   * version it was worked out from, which the workspace's lock keeps as it was.
+   */
+  static void write(Tx tx, List<SyncPlan.Write> writes) {
+    PreparedStatement insert = tx.batch("INSERT INTO crm_record (properties, version, deleted, source_updated_at, "
+        + "created_at, updated_at, workspace_id, object_type, external_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)");
+    PreparedStatement update = tx.batch("UPDATE crm_record SET properties = ?, version = ?, deleted = ?, "
+        + "source_updated_at = ?, created_at = ?, updated_at = ? WHERE workspace_id = ? AND object_type = ? "
+        + "AND external_id = ? AND version = ?");
+    try {
+      boolean inserts = false;
+      boolean updates = false;
+      for (SyncPlan.Write w : writes) {
+        PreparedStatement ps = w.previousVersion() == 0 ? insert : update;
+        CrmRecord r = w.next();
+        ps.setString(1, r.properties());
+        ps.setInt(2, r.version());
+        ps.setBoolean(3, r.deleted());
+        Jdbc.setTime(ps, 4, r.sourceUpdatedAt());
+        Jdbc.setTime(ps, 5, r.createdAt());
+        Jdbc.setTime(ps, 6, r.updatedAt());
+        ps.setString(7, r.workspaceId());
+        ps.setString(8, r.objectType());
+        ps.setString(9, r.externalId());
+        if (w.previousVersion() == 0) {
+          inserts = true;
+        } else {
+          ps.setInt(10, w.previousVersion());
+          updates = true;
+        }
+        ps.addBatch();
+      }
+      if (inserts) {
+        insert.executeBatch();
+      }
+      if (updates) {
+        for (int count : update.executeBatch()) {
+          if (count == 0) {
+            throw new IllegalStateException("a CRM record changed under its workspace's lock");
+          }
+        }
+      }
+    } catch (SQLException e) {
+      throw new Jdbc.UncheckedSqlException(e);
+    }
+    insertChanges(tx, writes);
+  }
+
+  /** The writes' changes, stored when the transaction commits (nothing reads them back before). */
+  private static void insertChanges(Tx tx, List<SyncPlan.Write> writes) {
+    PreparedStatement ps = tx.batch("INSERT INTO crm_change (workspace_id, object_type, external_id, change, version, "
+        + "deleted, properties, source_updated_at, created_at, changed_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+    try {
+      for (SyncPlan.Write w : writes) {
+        CrmRecord r = w.next();
+        ps.setString(1, r.workspaceId());
+        ps.setString(2, r.objectType());
+        ps.setString(3, r.externalId());
+        ps.setString(4, w.change());
+        ps.setInt(5, r.version());
+        ps.setBoolean(6, r.deleted());
+        ps.setString(7, r.properties());
+        Jdbc.setTime(ps, 8, r.sourceUpdatedAt());
+        Jdbc.setTime(ps, 9, r.createdAt());
+        Jdbc.setTime(ps, 10, r.updatedAt());
+        ps.addBatch();
+      }
+    } catch (SQLException e) {
+      throw new Jdbc.UncheckedSqlException(e);
+    }
+  }
+}

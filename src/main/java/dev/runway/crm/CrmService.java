@@ -1,0 +1,273 @@
+package dev.runway.crm;
+
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.runway.auth.Principal;
+import dev.runway.core.Json;
+import dev.runway.core.Time;
+import dev.runway.db.GroupCommitter;
+import dev.runway.db.Tx;
+import dev.runway.http.ApiException;
+import dev.runway.idempotency.IdempotencyStore;
+import dev.runway.run.RunService;
+import dev.runway.workflow.Workflow;
+import dev.runway.workflow.WorkflowDao;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
+import org.jdbi.v3.core.Jdbi;
+
+/**
+ * CRM records of a workspace: batch upserts by external id (sync), tombstones, reads, the change
+ * feed, and the workflow runs that record changes start in the same commit.
+ */
+public final class CrmService {
+  private final Jdbi jdbi;
+  private final GroupCommitter committer;
+  private final RunService runs;
+  private final IdempotencyStore idempotency;
+  private final Duration changesRetention;
+
+  /** The change feed keeps changes for {@code changesRetention} (see {@link #prune}). */
+  public CrmService(Jdbi jdbi, GroupCommitter committer, RunService runs, IdempotencyStore idempotency,
+      Duration changesRetention) {
+    this.jdbi = jdbi;
+    this.committer = committer;
+    this.runs = runs;
+    this.idempotency = idempotency;
+    this.changesRetention = changesRetention;
+  }
+
+  public Duration changesRetention() {
+    return changesRetention;
+  }
+
+  /** A sync's answer (JSON), and whether it is the stored answer of an earlier request with the same Idempotency-Key. */
+  public record Synced(String body, boolean replayed) {}
+
+  /** What a sync's transaction did: its answer, and whether runs it started have work due now. */
+  private record Applied(String body, boolean runsDue) {}
+
+  /**
+   * Applies a batch. The records are read and the outcome worked out before the transaction, and
+   * checked inside it: if a record changed in between, the outcome is worked out again there. A
+   * batch that changes nothing (every record unchanged, stale or failed) writes nothing and waits
+   * for no commit. Without an Idempotency-Key the future completes on the thread that wakes
+   * committers (see {@link GroupCommitter#submit}).
+   */
+  public CompletableFuture<Synced> sync(Principal caller, String type, SyncRequest request, CrmSettings limits,
+      String idempotencyKey, String requestHash) {
+    if (idempotencyKey != null) {
+      Optional<IdempotencyStore.Stored> replay = idempotency.replay(caller, idempotencyKey, requestHash);
+      if (replay.isPresent()) {
+        return CompletableFuture.completedFuture(new Synced(replay.get().body(), true));
+      }
+    }
+    String ws = caller.workspaceId();
+    List<String> ids = request.items().stream().filter(i -> i.error() == null).map(SyncRequest.Item::externalId).toList();
+    Map<String, CrmRecord> before = ids.isEmpty() ? Map.of()
+        : byId(jdbi.withExtension(CrmDao.class, dao -> dao.findAll(ws, type, ids)));
+    Instant now = Time.now();
+    SyncPlan plan = SyncPlan.of(ws, type, request, before, now, limits);
+    if (plan.writes.isEmpty() && idempotencyKey == null) {
+      return CompletableFuture.completedFuture(new Synced(answer(plan), false));
+    }
+    java.util.function.Function<Tx, Applied> work = tx -> {
+      CrmDao dao = tx.dao(CrmDao.class);
+      SyncPlan current = plan;
+      if (!ids.isEmpty() && !sameVersions(dao.versions(ws, type, ids), before)) {
+        current = SyncPlan.of(ws, type, request, byId(dao.findAll(ws, type, ids)), now, limits);
+      }
+      boolean runsDue = apply(tx, caller, type, current, now, limits.maxObjectTypes());
+      String body = answer(current);
+      if (idempotencyKey != null) {
+        idempotency.store(tx, caller, idempotencyKey, requestHash, new IdempotencyStore.Stored(200, body), now);
+      }
+      return new Applied(body, runsDue);
+    };
+    if (idempotencyKey == null) {
+      return committer.submit(ws, work).thenApply(this::synced);
+    }
+    try {
+      return CompletableFuture.completedFuture(synced(committer.commit(ws, work)));
+    } catch (RuntimeException e) {
+      IdempotencyStore.Stored twin = idempotency.afterFailure(e, caller, idempotencyKey, requestHash);
+      return CompletableFuture.completedFuture(new Synced(twin.body(), true));
+    }
+  }
+
+  private Synced synced(Applied applied) {
+    if (applied.runsDue()) {
+      runs.runsBecameDue();
+    }
+    return new Synced(applied.body(), false);
+  }
+
+  /** Deletes a record (a tombstone, with its change and triggered runs); 404 if there is none; deleting twice is fine. */
+  public CrmRecord delete(Principal caller, String type, String externalId, CrmSettings limits) {
+    String ws = caller.workspaceId();
+    Deleted deleted = committer.commit(ws, tx -> {
+      CrmRecord before = tx.dao(CrmDao.class).find(ws, type, externalId)
+          .orElseThrow(() -> recordNotFound(type, externalId));
+      if (before.deleted()) {
+        return new Deleted(before, false);
+      }
+      Instant now = Time.now();
+      SyncRequest request = new SyncRequest(false, List.of(new SyncRequest.Item(0, externalId, null, true, null, null)));
+      SyncPlan plan = SyncPlan.of(ws, type, request, Map.of(externalId, before), now, limits);
+      return new Deleted(plan.writes.get(0).next(), apply(tx, caller, type, plan, now, limits.maxObjectTypes()));
+    });
+    if (deleted.runsDue()) {
+      runs.runsBecameDue();
+    }
+    return deleted.record();
+  }
+
+  private record Deleted(CrmRecord record, boolean runsDue) {}
+
+  /** Stores the plan's writes with their changes, counts and triggered runs; true if runs have work due now. */
+  private boolean apply(Tx tx, Principal caller, String type, SyncPlan plan, Instant now, int maxObjectTypes) {
+    if (plan.writes.isEmpty()) {
+      return false;
+    }
+    String ws = caller.workspaceId();
+    CrmDao dao = tx.dao(CrmDao.class);
+    if (dao.objectType(ws, type).isEmpty()) {
+      if (dao.countObjectTypes(ws) >= maxObjectTypes) {
+        throw new ApiException(400, "too_many_object_types", "this workspace has " + maxObjectTypes
+            + " object types already, the most it may have (crm.max_object_types)", "object_type");
+      }
+      dao.insertObjectType(ws, type, now);
+    }
+    CrmDao.write(tx, plan.writes);
+    dao.count(ws, type, plan.liveDelta(), plan.tombstoneDelta(), now);
+    return startTriggeredRuns(tx, caller, type, plan.writes);
+  }
+
+  /** One run per change and workflow whose trigger asks for it, in the transaction of the change. */
+  private boolean startTriggeredRuns(Tx tx, Principal caller, String type, List<SyncPlan.Write> writes) {
+    List<TriggerRow> triggers = tx.dao(CrmDao.class).triggers(caller.workspaceId(), type);
+    boolean due = false;
+    for (TriggerRow trigger : triggers) {
+      Optional<Workflow> workflow = tx.dao(WorkflowDao.class).find(caller.workspaceId(), trigger.workflowId())
+          .filter(w -> !w.archived());
+      if (workflow.isEmpty()) {
+        continue;
+      }
+      for (SyncPlan.Write write : writes) {
+        if (trigger.startsOn(write.change())) {
+          ObjectNode inputs = Json.MAPPER.createObjectNode();
+          ObjectNode record = Json.MAPPER.valueToTree(RecordView.of(write.next()));
+          record.set("properties", write.properties() != null ? write.properties() : Json.tree(write.next().properties()));
+          inputs.set("record", record);
+          inputs.put("change", write.change());
+          due |= runs.startInTransaction(tx, workflow.get(), trigger.project(), inputs, caller.keyId());
+        }
+      }
+    }
+    return due;
+  }
+
+  private static String answer(SyncPlan plan) {
+    Map<String, Integer> summary = new LinkedHashMap<>();
+    for (String status : List.of(SyncPlan.CREATED, SyncPlan.UPDATED, SyncPlan.UNCHANGED, SyncPlan.DELETED,
+        SyncPlan.STALE, SyncPlan.FAILED)) {
+      summary.put(status, 0);
+    }
+    plan.results.forEach(r -> summary.merge(r.status(), 1, Integer::sum));
+    return Json.string(new SyncAnswer(summary, plan.results));
+  }
+
+  /** The answer to a sync: how many records had each outcome, and each record's, in input order. */
+  private record SyncAnswer(Map<String, Integer> summary, List<SyncPlan.Result> results) {}
+
+  private static boolean sameVersions(Map<String, Integer> now, Map<String, CrmRecord> before) {
+    if (now.size() != before.size()) {
+      return false;
+    }
+    for (Map.Entry<String, Integer> e : now.entrySet()) {
+      CrmRecord r = before.get(e.getKey());
+      if (r == null || r.version() != e.getValue()) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  private static Map<String, CrmRecord> byId(List<CrmRecord> records) {
+    Map<String, CrmRecord> map = new HashMap<>();
+    records.forEach(r -> map.put(r.externalId(), r));
+    return map;
+  }
+
+  /** The record, also a tombstone (deleted: true); 404 if there is none in this workspace. */
+  public CrmRecord get(Principal caller, String type, String externalId) {
+    return jdbi.withExtension(CrmDao.class, dao -> dao.find(caller.workspaceId(), type, externalId))
+        .orElseThrow(() -> recordNotFound(type, externalId));
+  }
+
+  /** Up to {@code limit} records by external id after {@code after} (null: from the first). */
+  public List<CrmRecord> list(Principal caller, String type, String after, Instant updatedAfter,
+      boolean includeDeleted, int limit) {
+    return jdbi.withExtension(CrmDao.class,
+        dao -> dao.page(caller.workspaceId(), type, after, updatedAfter, includeDeleted, limit));
+  }
+
+  public List<CrmObjectType> objectTypes(Principal caller) {
+    return jdbi.withExtension(CrmDao.class, dao -> dao.objectTypes(caller.workspaceId()));
+  }
+
+  /**
+   * Changes after the cursor {@code after} (0: the oldest kept), in commit order; 410
+   * cursor_expired if changes after it were pruned. The changes are read before the prune mark: a
+   * prune that removed some of them has then surely moved the mark.
+   */
+  public List<CrmChange> changes(Principal caller, String type, long after, int limit) {
+    String ws = caller.workspaceId();
+    return jdbi.withExtension(CrmDao.class, dao -> {
+      List<CrmChange> changes = dao.changes(ws, type, after, limit);
+      long pruned = after == 0 ? 0 : dao.objectType(ws, type).map(CrmObjectType::prunedThrough).orElse(0L);
+      if (after < pruned) {
+        throw new ApiException(410, "cursor_expired", "changes after this cursor were pruned (they are kept for "
+            + changesRetention.toHours() + " hours): read the records again with GET /v1/crm/" + type
+            + "/records, then follow the changes from a cursor you read before that", "after");
+      }
+      return changes;
+    });
+  }
+
+  /**
+   * Removes changes made before {@code before}, and the tombstones of deletes among them, in parts
+   * of a few thousand per transaction so that writers wait little; returns how many changes.
+   */
+  public int prune(Instant before) {
+    int removed = 0;
+    for (CrmDao.PrunableFeed feed : jdbi.withExtension(CrmDao.class, dao -> dao.prunable(before))) {
+      String ws = feed.workspaceId();
+      String type = feed.objectType();
+      long done = 0;
+      while (done < feed.through()) {
+        long through = Math.min(feed.through(), jdbi.withExtension(CrmDao.class,
+            dao -> dao.nthChange(ws, type, 4_999)).orElse(feed.through()));
+        removed += committer.commit(ws, tx -> {
+          CrmDao dao = tx.dao(CrmDao.class);
+          int tombstones = dao.deleteTombstones(ws, type, through);
+          int changes = dao.deleteChanges(ws, type, through);
+          dao.pruned(ws, type, through, tombstones);
+          dao.dropIfEmpty(ws, type);
+          return changes;
+        });
+        done = through;
+      }
+    }
+    return removed;
+  }
+
+  static ApiException recordNotFound(String type, String externalId) {
+    return ApiException.notFound("record_not_found", "no " + type + " record '" + externalId + "' in this workspace");
+  }
+}

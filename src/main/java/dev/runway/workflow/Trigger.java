@@ -1,0 +1,90 @@
+package dev.runway.workflow;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.runway.core.Json;
+import dev.runway.http.ApiException;
+import dev.runway.http.JsonFields;
+import dev.runway.http.RequestBodies;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Set;
+
+/**
+ * What starts a workflow besides a caller: {@code {"crm": "contacts", "on": ["created", "updated"],
+ * "project": "crm"}} starts one run for each such change of a contacts record, in the change's commit.
+ * {@code project} (default {@value #DEFAULT_PROJECT}) is the project of those runs.
+ */
+public record Trigger(String objectType, boolean onCreated, boolean onUpdated, boolean onDeleted, String project) {
+  public static final String DEFAULT_PROJECT = "crm";
+  public static final int MAX_TRIGGERS = 20;
+  private static final Set<String> FIELDS = Set.of("crm", "on", "project");
+  private static final List<String> CHANGES = List.of("created", "updated", "deleted");
+
+  /** Whether a change of this kind ({@code created}, {@code updated}, {@code deleted}) starts a run. */
+  public boolean startsOn(String change) {
+    return switch (change) {
+      case "created" -> onCreated;
+      case "updated" -> onUpdated;
+      case "deleted" -> onDeleted;
+      default -> false;
+    };
+  }
+
+  /** Checks a definition's {@code triggers} array; each fault is a 400 naming {@code triggers[i].field}. */
+  public static List<Trigger> parseAll(JsonNode triggers) {
+    if (triggers.size() > MAX_TRIGGERS) {
+      throw ApiException.validation("triggers", "a workflow may have at most " + MAX_TRIGGERS + " triggers");
+    }
+    List<Trigger> parsed = new ArrayList<>();
+    Set<String> types = new HashSet<>();
+    for (int i = 0; i < triggers.size(); i++) {
+      String at = "triggers[" + i + "]";
+      JsonNode node = triggers.get(i);
+      if (!node.isObject()) {
+        throw ApiException.validation(at, at + " must be an object such as {\"crm\": \"contacts\", \"on\": [\"created\"]}");
+      }
+      JsonFields fields = JsonFields.of((ObjectNode) node, FIELDS, at + ".");
+      String type = fields.requiredSlug("crm");
+      if (!types.add(type)) {
+        throw ApiException.validation(at + ".crm", "the workflow has another trigger for '" + type
+            + "': list every change in one trigger's \"on\"");
+      }
+      Set<String> on = changes(node.get("on"), at + ".on");
+      String project = node.hasNonNull("project") ? fields.requiredSlug("project") : DEFAULT_PROJECT;
+      parsed.add(new Trigger(type, on.contains("created"), on.contains("updated"), on.contains("deleted"), project));
+    }
+    return parsed;
+  }
+
+  private static Set<String> changes(JsonNode on, String at) {
+    String rule = at + " must be a non-empty array of \"created\", \"updated\" and \"deleted\"";
+    if (on == null || on.isNull()) {
+      throw ApiException.validation(at, at + " is required: " + rule);
+    }
+    if (!on.isArray() || on.isEmpty()) {
+      throw ApiException.validation(at, rule + ", not " + RequestBodies.kind(on));
+    }
+    Set<String> changes = new HashSet<>();
+    for (JsonNode change : on) {
+      if (!change.isTextual() || !CHANGES.contains(change.textValue()) || !changes.add(change.textValue())) {
+        throw ApiException.validation(at, rule + ", each once");
+      }
+    }
+    return changes;
+  }
+
+  /** The triggers as stored and shown: complete, with their project. */
+  public static String toJson(List<Trigger> triggers) {
+    ArrayNode array = Json.MAPPER.createArrayNode();
+    for (Trigger t : triggers) {
+      ObjectNode node = array.addObject().put("crm", t.objectType());
+      ArrayNode on = node.putArray("on");
+      CHANGES.stream().filter(t::startsOn).forEach(on::add);
+      node.put("project", t.project());
+    }
+    return Json.string(array);
+  }
+}
