@@ -160,11 +160,10 @@ public final class CrmService {
       }
       for (SyncPlan.Write write : writes) {
         if (trigger.startsOn(write.change())) {
-          ObjectNode inputs = Json.MAPPER.createObjectNode();
+          ObjectNode inputs = Json.MAPPER.createObjectNode().put("change", write.change());
           ObjectNode record = Json.MAPPER.valueToTree(RecordView.of(write.next()));
           record.set("properties", write.properties() != null ? write.properties() : Json.tree(write.next().properties()));
           inputs.set("record", record);
-          inputs.put("change", write.change());
           due |= runs.startInTransaction(tx, workflow.get(), trigger.project(), inputs, caller.keyId());
         }
       }

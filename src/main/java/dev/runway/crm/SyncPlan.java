@@ -16,9 +16,9 @@ import java.util.Objects;
 /**
  * What a sync does to each record of its batch, worked out from the records as stored. It reads
  * and writes nothing itself, so it can be worked out before the transaction and again inside it
- * should a record have changed in between.
+ * should a record have changed in between. Public for the fuzz tests.
  */
-final class SyncPlan {
+public final class SyncPlan {
   static final String CREATED = "created";
   static final String UPDATED = "updated";
   static final String UNCHANGED = "unchanged";
@@ -31,11 +31,11 @@ final class SyncPlan {
    * stored, an insert). {@code change} is what the feed records; {@code properties} is
    * {@code next}'s properties as a tree, for the inputs of runs it triggers.
    */
-  record Write(CrmRecord next, int previousVersion, boolean wasLive, boolean wasTombstone, String change,
+  public record Write(CrmRecord next, int previousVersion, boolean wasLive, boolean wasTombstone, String change,
       ObjectNode properties) {}
 
   /** One record's outcome, in the answer's shape; {@code error} is a problem body or null. */
-  record Result(int index, String externalId, String status, Integer version, Map<String, Object> error) {}
+  public record Result(int index, String externalId, String status, Integer version, Map<String, Object> error) {}
 
   final List<Result> results;
   final List<Write> writes;
@@ -45,7 +45,7 @@ final class SyncPlan {
     this.writes = writes;
   }
 
-  static SyncPlan of(String ws, String type, SyncRequest request, Map<String, CrmRecord> stored, Instant now,
+  public static SyncPlan of(String ws, String type, SyncRequest request, Map<String, CrmRecord> stored, Instant now,
       CrmSettings limits) {
     List<Result> results = new ArrayList<>(request.items().size());
     List<Write> writes = new ArrayList<>();
@@ -149,6 +149,14 @@ final class SyncPlan {
       });
     }
     return next;
+  }
+
+  public List<Result> results() {
+    return results;
+  }
+
+  public List<Write> writes() {
+    return writes;
   }
 
   long liveDelta() {

@@ -14,6 +14,10 @@ import dev.runway.agent.AgentDefinition;
 import dev.runway.auth.KeyHasher;
 import dev.runway.core.Json;
 import dev.runway.core.Slugs;
+import dev.runway.crm.CrmRecord;
+import dev.runway.crm.CrmSettings;
+import dev.runway.crm.SyncPlan;
+import dev.runway.crm.SyncRequest;
 import dev.runway.http.ApiException;
 import dev.runway.http.AuthHandler;
 import dev.runway.http.RequestBodies;
@@ -95,7 +99,10 @@ class RequestFuzzTest {
     JsonNode stored = Json.tree(Json.string(definition.steps()));
     ObjectNode again = Json.MAPPER.createObjectNode();
     again.set("steps", stored);
-    assertEquals(definition.parsedSteps(), WorkflowDefinition.parse(WORKFLOW_ID, again).parsedSteps());
+    again.set("triggers", Json.tree(dev.runway.workflow.Trigger.toJson(definition.triggers())));
+    WorkflowDefinition reread = WorkflowDefinition.parse(WORKFLOW_ID, again);
+    assertEquals(definition.parsedSteps(), reread.parsedSteps());
+    assertEquals(definition.triggers(), reread.triggers());
   }
 
   /** POST /v1/agents/{id}/runs: a required body {project, input (text or an object), model?}. */
@@ -133,6 +140,49 @@ class RequestFuzzTest {
     ObjectNode again = (ObjectNode) Json.tree(Json.string(agent.toJson()));
     again.put("name", agent.name()).put("description", agent.description());
     assertEquals(agent.toJson(), AgentDefinition.parse("fuzz-agent", again).toJson());
+  }
+
+  /**
+   * POST /v1/crm/{type}/records/sync: {mode?, records}. A batch either is refused as a whole (a
+   * 4xx) or gives one outcome per record, in order; each record either fails with a problem naming
+   * a field of its own or is planned, against nothing stored and against itself stored, without
+   * an exception, and what would be stored reads back the same.
+   */
+  @FuzzTest(maxDuration = "30s")
+  void crmSyncBody(byte[] body) {
+    CrmSettings limits = CrmSettings.from(dev.runway.config.Settings.defaults());
+    SyncRequest request = refusedOr(() -> SyncRequest.parse(RequestBodies.parseObject(body), limits));
+    if (request == null) {
+      return;
+    }
+    assertTrue(request.items().size() >= 1 && request.items().size() <= CrmSettings.MAX_BATCH);
+    java.time.Instant now = java.time.Instant.parse("2026-11-23T00:00:00Z");
+    SyncPlan fresh = SyncPlan.of("ws", "contacts", request, java.util.Map.of(), now, limits);
+    assertEquals(request.items().size(), fresh.results().size());
+    java.util.Map<String, CrmRecord> stored = new java.util.HashMap<>();
+    for (int i = 0; i < fresh.results().size(); i++) {
+      SyncPlan.Result result = fresh.results().get(i);
+      assertEquals(i, result.index());
+      if (result.error() != null) {
+        checkRefusal(new ApiException((Integer) result.error().get("status"), (String) result.error().get("code"), "-"));
+        String param = (String) result.error().get("param");
+        assertTrue(param.startsWith("records[" + i + "]"), param);
+      } else {
+        assertNull(SyncRequest.externalIdFault(result.externalId()), result.externalId());
+      }
+    }
+    for (SyncPlan.Write write : fresh.writes()) {
+      CrmRecord next = write.next();
+      assertEquals(next.properties(), Json.string(Json.tree(next.properties())), "stored properties read back the same");
+      stored.put(next.externalId(), next);
+    }
+    // The same batch again, against what it stored: nothing is stale, nothing fails that did not.
+    SyncPlan again = SyncPlan.of("ws", "contacts", request, stored, now.plusSeconds(1), limits);
+    for (int i = 0; i < again.results().size(); i++) {
+      assertEquals(fresh.results().get(i).status().equals("failed"), again.results().get(i).status().equals("failed"),
+          again.results().get(i)::toString);
+      assertFalse(again.results().get(i).status().equals("stale"));
+    }
   }
 
   /** PUT /v1/secrets/{name}: a required body {value}, 1-4096 printable characters. */

@@ -31,6 +31,11 @@ public final class Api {
     this.key = key(Scope.values());
   }
 
+  /** A fresh workspace on {@code database}, for a test that picks its database itself. */
+  public static Api on(TestDatabase database) {
+    return new Api(database);
+  }
+
   public static String newWorkspaceId() {
     return "ws-" + UUID.randomUUID().toString().substring(0, 13);
   }
@@ -101,6 +106,31 @@ public final class Api {
   public void testWith(dev.runway.http.InFlightLimit inFlight, HttpTest body) {
     JavalinTest.test(RunwayApp.create(services(), opened.serverSettings(), inFlight),
         (server, client) -> body.accept(new Http(client, key)));
+  }
+
+  /**
+   * Two Runway instances on this test's database (PostgreSQL: H2 serves one process), each with
+   * its own pool and group commit, as two servers sharing one database; the body gets a client of each.
+   */
+  public void testTwoInstances(TwoInstanceTest body) {
+    if (database != TestDatabase.POSTGRESQL) {
+      throw new IllegalStateException("several instances share PostgreSQL only");
+    }
+    dev.runway.db.Database second = dev.runway.db.Database.open(opened.serverSettings());
+    try {
+      Services other = Services.over(second, opened.serverSettings(), () -> { });
+      JavalinTest.test(RunwayApp.create(services(), opened.serverSettings()), (s1, c1) ->
+          JavalinTest.test(RunwayApp.create(other, opened.serverSettings()), (s2, c2) ->
+              body.accept(new Http(c1, key), new Http(c2, key))));
+    } finally {
+      second.close();
+    }
+  }
+
+  /** A test body that talks HTTP to two instances. */
+  @FunctionalInterface
+  public interface TwoInstanceTest {
+    void accept(Http first, Http second) throws Exception;
   }
 
   /** A test body that talks HTTP. */
