@@ -46,7 +46,8 @@ CREATE TABLE crm_change (
   changed_at         TIMESTAMP WITH TIME ZONE NOT NULL
 );
 CREATE INDEX crm_change_feed ON crm_change (workspace_id, object_type, seq);
-CREATE INDEX crm_change_age ON crm_change (changed_at);
+-- No index on changed_at: pruning walks each feed from its oldest change, which is also its
+-- oldest in time, and every index costs each of the many changes a sync writes.
 
 -- Workflows started by record changes: one row per workflow and object type it listens to,
 -- written with the workflow (its "triggers" field, kept whole in workflow.triggers).

@@ -101,7 +101,8 @@ public final class KeysCommand {
     Set<Scope> scopes = EnumSet.noneOf(Scope.class);
     for (String s : list.split(",")) {
       scopes.add(Scope.parse(s.trim()).orElseThrow(() -> new IllegalArgumentException("unknown scope '" + s.trim()
-          + "'; known: runs:write, runs:read, approvals:write, workflows:write, admin")));
+          + "'; known: " + java.util.Arrays.stream(Scope.values()).map(Scope::wireName)
+              .collect(java.util.stream.Collectors.joining(", ")))));
     }
     return scopes;
   }

@@ -13,7 +13,6 @@ import dev.runway.workflow.Workflow;
 import dev.runway.workflow.WorkflowDao;
 import java.time.Duration;
 import java.time.Instant;
-import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -31,6 +30,8 @@ public final class CrmService {
   private final RunService runs;
   private final IdempotencyStore idempotency;
   private final Duration changesRetention;
+  /** How many changes one transaction of pruning removes at most. */
+  private static final int PRUNE_PART = 5_000;
 
   /** The change feed keeps changes for {@code changesRetention} (see {@link #prune}). */
   public CrmService(Jdbi jdbi, GroupCommitter committer, RunService runs, IdempotencyStore idempotency,
@@ -70,17 +71,16 @@ public final class CrmService {
     String ws = caller.workspaceId();
     List<String> ids = request.items().stream().filter(i -> i.error() == null).map(SyncRequest.Item::externalId).toList();
     Map<String, CrmRecord> before = ids.isEmpty() ? Map.of()
-        : byId(jdbi.withExtension(CrmDao.class, dao -> dao.findAll(ws, type, ids)));
+        : jdbi.withHandle(h -> CrmDao.findAll(h.getConnection(), ws, type, ids, false));
     Instant now = Time.now();
     SyncPlan plan = SyncPlan.of(ws, type, request, before, now, limits);
     if (plan.writes.isEmpty() && idempotencyKey == null) {
       return CompletableFuture.completedFuture(new Synced(answer(plan), false));
     }
     java.util.function.Function<Tx, Applied> work = tx -> {
-      CrmDao dao = tx.dao(CrmDao.class);
       SyncPlan current = plan;
-      if (!ids.isEmpty() && !sameVersions(dao.versions(ws, type, ids), before)) {
-        current = SyncPlan.of(ws, type, request, byId(dao.findAll(ws, type, ids)), now, limits);
+      if (!ids.isEmpty() && !sameVersions(CrmDao.findAll(tx.connection(), ws, type, ids, true), before)) {
+        current = SyncPlan.of(ws, type, request, CrmDao.findAll(tx.connection(), ws, type, ids, false), now, limits);
       }
       boolean runsDue = apply(tx, caller, type, current, now, limits.maxObjectTypes());
       String body = answer(current);
@@ -184,23 +184,17 @@ public final class CrmService {
   /** The answer to a sync: how many records had each outcome, and each record's, in input order. */
   private record SyncAnswer(Map<String, Integer> summary, List<SyncPlan.Result> results) {}
 
-  private static boolean sameVersions(Map<String, Integer> now, Map<String, CrmRecord> before) {
+  private static boolean sameVersions(Map<String, CrmRecord> now, Map<String, CrmRecord> before) {
     if (now.size() != before.size()) {
       return false;
     }
-    for (Map.Entry<String, Integer> e : now.entrySet()) {
-      CrmRecord r = before.get(e.getKey());
-      if (r == null || r.version() != e.getValue()) {
+    for (CrmRecord r : now.values()) {
+      CrmRecord then = before.get(r.externalId());
+      if (then == null || then.version() != r.version()) {
         return false;
       }
     }
     return true;
-  }
-
-  private static Map<String, CrmRecord> byId(List<CrmRecord> records) {
-    Map<String, CrmRecord> map = new HashMap<>();
-    records.forEach(r -> map.put(r.externalId(), r));
-    return map;
   }
 
   /** The record, also a tombstone (deleted: true); 404 if there is none in this workspace. */
@@ -240,28 +234,37 @@ public final class CrmService {
   }
 
   /**
-   * Removes changes made before {@code before}, and the tombstones of deletes among them, in parts
-   * of a few thousand per transaction so that writers wait little; returns how many changes.
+   * Removes changes made before {@code before}, and the tombstones of deletes among them, feed by
+   * feed from each one's oldest change, in parts of a few thousand per transaction so that writers
+   * wait little; returns how many changes.
    */
   public int prune(Instant before) {
     int removed = 0;
-    for (CrmDao.PrunableFeed feed : jdbi.withExtension(CrmDao.class, dao -> dao.prunable(before))) {
+    for (CrmDao.Feed feed : jdbi.withExtension(CrmDao.class, CrmDao::feeds)) {
       String ws = feed.workspaceId();
       String type = feed.objectType();
-      long done = 0;
-      while (done < feed.through()) {
-        long through = Math.min(feed.through(), jdbi.withExtension(CrmDao.class,
-            dao -> dao.nthChange(ws, type, 4_999)).orElse(feed.through()));
-        removed += committer.commit(ws, tx -> {
-          CrmDao dao = tx.dao(CrmDao.class);
-          int tombstones = dao.deleteTombstones(ws, type, through);
-          int changes = dao.deleteChanges(ws, type, through);
-          dao.pruned(ws, type, through, tombstones);
-          dao.dropIfEmpty(ws, type);
-          return changes;
-        });
-        done = through;
+      while (true) {
+        List<CrmDao.Age> oldest = jdbi.withExtension(CrmDao.class, dao -> dao.oldest(ws, type, PRUNE_PART));
+        long through = 0;
+        int old = 0;
+        while (old < oldest.size() && oldest.get(old).changedAt().isBefore(before)) {
+          through = oldest.get(old++).seq();
+        }
+        if (old > 0) {
+          long last = through;
+          removed += committer.commit(ws, tx -> {
+            CrmDao dao = tx.dao(CrmDao.class);
+            int tombstones = dao.deleteTombstones(ws, type, last);
+            int changes = dao.deleteChanges(ws, type, last);
+            dao.pruned(ws, type, last, tombstones);
+            return changes;
+          });
+        }
+        if (old < PRUNE_PART) {
+          break;
+        }
       }
+      committer.commit(ws, tx -> tx.dao(CrmDao.class).dropIfEmpty(ws, type));
     }
     return removed;
   }

@@ -152,6 +152,30 @@ public record SyncRequest(boolean replace, List<Item> items) {
     return Json.bytes(value).length > max;
   }
 
+  private static final java.util.regex.Pattern UTC_MILLIS =
+      java.util.regex.Pattern.compile("\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}\\.\\d{3}Z");
+
+  /**
+   * An ISO 8601 time with offset. The form Runway itself writes (2026-11-20T10:00:00.000Z, what a
+   * mirror sends back most) is read directly: OffsetDateTime.parse took a fifth of a sync's
+   * parsing time.
+   */
+  static Instant parseTime(String text) {
+    if (text.length() == 24 && UTC_MILLIS.matcher(text).matches()) {
+      try {
+        return java.time.LocalDateTime.of(num(text, 0, 4), num(text, 5, 7), num(text, 8, 10), num(text, 11, 13),
+            num(text, 14, 16), num(text, 17, 19), num(text, 20, 23) * 1_000_000).toInstant(java.time.ZoneOffset.UTC);
+      } catch (java.time.DateTimeException e) {
+        throw new DateTimeParseException("not a time", text, 0);
+      }
+    }
+    return OffsetDateTime.parse(text).toInstant();
+  }
+
+  private static int num(String text, int from, int to) {
+    return Integer.parseInt(text, from, to, 10);
+  }
+
   private static Instant time(JsonNode node, String at) {
     if (node == null || node.isNull()) {
       return null;
@@ -162,7 +186,7 @@ public record SyncRequest(boolean replace, List<Item> items) {
     }
     Instant time;
     try {
-      time = OffsetDateTime.parse(node.textValue()).toInstant().truncatedTo(ChronoUnit.MILLIS);
+      time = parseTime(node.textValue()).truncatedTo(ChronoUnit.MILLIS);
     } catch (DateTimeParseException e) {
       throw ApiException.validation(at, rule);
     }

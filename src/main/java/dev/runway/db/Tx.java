@@ -23,6 +23,11 @@ public final class Tx implements AutoCloseable {
     this.handle = handle;
   }
 
+  /** The transaction's connection, for the few reads written in plain JDBC (see CrmDao). */
+  public java.sql.Connection connection() {
+    return handle.getConnection();
+  }
+
   public <D> D dao(Class<D> type) {
     return type.cast(daos.computeIfAbsent(type, handle::attach));
   }

@@ -11,6 +11,10 @@ import org.jdbi.v3.sqlobject.config.RegisterConstructorMapper;
 import org.jdbi.v3.sqlobject.customizer.BindList;
 import org.jdbi.v3.sqlobject.statement.SqlQuery;
 
+/**
+ * Events. Pages are ordered by every column of their index (see CrmDao: H2 otherwise reads and
+ * sorts every event after the cursor).
+ */
 @RegisterConstructorMapper(Event.class)
 public interface EventDao {
   /**
@@ -51,14 +55,15 @@ public interface EventDao {
   Optional<Event> find(String workspaceId, String id);
 
   /** A run's events after the sequence number {@code afterSeq}, oldest first. */
-  @SqlQuery("SELECT * FROM event WHERE run_id = :runId AND seq > :afterSeq ORDER BY seq LIMIT :limit")
+  @SqlQuery("SELECT * FROM event WHERE run_id = :runId AND seq > :afterSeq ORDER BY run_id, seq LIMIT :limit")
   List<Event> ofRun(String runId, long afterSeq, int limit);
 
-  @SqlQuery("SELECT * FROM event WHERE workspace_id = :workspaceId AND seq > :afterSeq ORDER BY seq LIMIT :limit")
+  @SqlQuery("SELECT * FROM event WHERE workspace_id = :workspaceId AND seq > :afterSeq ORDER BY workspace_id, seq "
+      + "LIMIT :limit")
   List<Event> ofWorkspaceAll(String workspaceId, long afterSeq, int limit);
 
   @SqlQuery("SELECT * FROM event WHERE workspace_id = :workspaceId AND seq > :afterSeq AND project IN (<projects>) "
-      + "ORDER BY seq LIMIT :limit")
+      + "ORDER BY workspace_id, seq LIMIT :limit")
   List<Event> ofWorkspaceProjects(String workspaceId, long afterSeq, @BindList("projects") List<String> projects,
       int limit);
 

@@ -34,7 +34,7 @@ public interface RunMessageDao {
   }
 
   /** The run's messages after index {@code afterIdx}, oldest first. */
-  @SqlQuery("SELECT * FROM run_message WHERE run_id = :runId AND idx > :afterIdx ORDER BY idx LIMIT :limit")
+  @SqlQuery("SELECT * FROM run_message WHERE run_id = :runId AND idx > :afterIdx ORDER BY run_id, idx LIMIT :limit")
   List<RunMessage> page(String runId, int afterIdx, int limit);
 
   /** The whole transcript, oldest first: what the next model call sends. */
