@@ -194,11 +194,11 @@ def decoded(raw):
 
 # ---------------------------------------------------------------- PostgreSQL
 
-def psql(sql):
-    """Runs one statement on database postgres; (ok, output)."""
+def psql(sql, database="postgres"):
+    """Runs one statement on a database (postgres by default); (ok, output)."""
     env = dict(os.environ, PGPASSWORD=PG_PASSWORD) if PG_PASSWORD else None
     try:
-        r = subprocess.run(["psql", "-h", PG_HOST, "-p", PG_PORT, "-U", PG_USER, "-d", "postgres", "-X", "-q",
+        r = subprocess.run(["psql", "-h", PG_HOST, "-p", PG_PORT, "-U", PG_USER, "-d", database, "-X", "-q",
                             "-v", "ON_ERROR_STOP=1", "-c", sql], capture_output=True, text=True, timeout=60, env=env)
     except FileNotFoundError:
         return False, "psql is not installed"
@@ -217,6 +217,26 @@ class PostgresDatabase:
         ok, out = psql("CREATE DATABASE %s" % self.name)
         if not ok:
             raise Fail("cannot create database %s on %s:%s as %s: %s" % (self.name, PG_HOST, PG_PORT, PG_USER, out))
+
+    def analyze(self):
+        """What autovacuum does on its own (it is off on this machine's PostgreSQL): with statistics from before
+        a type's records were written, the planner takes the type for an empty one and looks records up by
+        reading every record of the type."""
+        ok, out = psql("ANALYZE", self.name)
+        if not ok:
+            raise Fail("ANALYZE on %s failed: %s" % (self.name, out))
+
+    def analyze_every(self, seconds):
+        """ANALYZE every few seconds in the background, as autovacuum would (its naptime is 60 s by default,
+        and it analyzes a table once a tenth of it changed); returns a function that stops it."""
+        stop = threading.Event()
+
+        def loop():
+            while not stop.wait(seconds):
+                self.analyze()
+        thread = threading.Thread(target=loop, daemon=True)
+        thread.start()
+        return lambda: (stop.set(), thread.join())
 
     def drop(self):
         ok, out = psql("DROP DATABASE IF EXISTS %s WITH (FORCE)" % self.name)
@@ -503,7 +523,7 @@ def report_sync(db, phase, n, result, judged):
 
 def bench(db, args):
     """Runs the phases on one database; prints the figures."""
-    pg = runway = None
+    pg = runway = stop_analyzing = None
     try:
         if db == "postgresql":
             pg = PostgresDatabase()
@@ -526,6 +546,10 @@ def bench(db, args):
                 raise Fail("warm-up: the feed of %s holds %d changes, not %d" % (WARMUP_TYPE, fn, args.warmup))
             print("  warm-up   %s records: created in %.2f s (%s), unchanged in %.2f s (%s), feed read in %.2f s" % (
                 format(args.warmup, ","), wall, latency_text(ms), wall2, latency_text(ms2), fwall))
+        if pg:
+            pg.analyze()
+            stop_analyzing = pg.analyze_every(5)
+            print("  (ANALYZE after the warm-up and every 5 s, as autovacuum would: see PostgresDatabase.analyze)")
         phases = args.phases
         report_sync(db, "created", args.records, sync_all(runway, OBJECT_TYPE, batches, args.connections, "created"),
                     "created" in phases)
@@ -551,6 +575,8 @@ def bench(db, args):
             print("  note: the server logged %d warnings or errors, the first: %s" % (len(logged), short(logged[0], 400)))
         return True
     finally:
+        if stop_analyzing:
+            stop_analyzing()
         if runway:
             runway.stop()
         if pg:
