@@ -121,11 +121,11 @@ public interface CrmDao {
   @SqlQuery("SELECT * FROM crm_trigger WHERE workspace_id = :ws AND object_type = :type")
   List<TriggerRow> triggers(String ws, String type);
 
-  @SqlQuery("SELECT workspace_id, object_type FROM crm_object_type")
+  @SqlQuery("SELECT workspace_id, object_type, live_records, deleted_records FROM crm_object_type")
   List<Feed> feeds();
 
-  /** A change feed: one object type of one workspace. */
-  record Feed(String workspaceId, String objectType) {}
+  /** A change feed: one object type of one workspace, with its record counts. */
+  record Feed(String workspaceId, String objectType, long liveRecords, long deletedRecords) {}
 
   /** The seq and time of a feed's oldest changes, oldest first: what pruning looks at. */
   @SqlQuery("SELECT seq, changed_at FROM crm_change WHERE workspace_id = :ws AND object_type = :type "

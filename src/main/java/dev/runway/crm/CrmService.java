@@ -9,6 +9,7 @@ import dev.runway.db.Tx;
 import dev.runway.http.ApiException;
 import dev.runway.idempotency.IdempotencyStore;
 import dev.runway.run.RunService;
+import dev.runway.workflow.Trigger;
 import dev.runway.workflow.Workflow;
 import dev.runway.workflow.WorkflowDao;
 import java.time.Duration;
@@ -152,12 +153,13 @@ public final class CrmService {
   private boolean startTriggeredRuns(Tx tx, Principal caller, String type, List<SyncPlan.Write> writes) {
     List<TriggerRow> triggers = tx.dao(CrmDao.class).triggers(caller.workspaceId(), type);
     boolean due = false;
-    for (TriggerRow trigger : triggers) {
-      Optional<Workflow> workflow = tx.dao(WorkflowDao.class).find(caller.workspaceId(), trigger.workflowId())
+    for (TriggerRow row : triggers) {
+      Optional<Workflow> workflow = tx.dao(WorkflowDao.class).find(caller.workspaceId(), row.workflowId())
           .filter(w -> !w.archived());
       if (workflow.isEmpty()) {
         continue;
       }
+      Trigger trigger = row.trigger();
       for (SyncPlan.Write write : writes) {
         if (trigger.startsOn(write.change())) {
           ObjectNode inputs = Json.MAPPER.createObjectNode().put("change", write.change());
@@ -243,6 +245,7 @@ public final class CrmService {
     for (CrmDao.Feed feed : jdbi.withExtension(CrmDao.class, CrmDao::feeds)) {
       String ws = feed.workspaceId();
       String type = feed.objectType();
+      boolean mayBeEmpty = feed.liveRecords() == 0 && feed.deletedRecords() == 0;
       while (true) {
         List<CrmDao.Age> oldest = jdbi.withExtension(CrmDao.class, dao -> dao.oldest(ws, type, PRUNE_PART));
         long through = 0;
@@ -259,12 +262,15 @@ public final class CrmService {
             dao.pruned(ws, type, last, tombstones);
             return changes;
           });
+          mayBeEmpty = feed.liveRecords() == 0;
         }
         if (old < PRUNE_PART) {
           break;
         }
       }
-      committer.commit(ws, tx -> tx.dao(CrmDao.class).dropIfEmpty(ws, type));
+      if (mayBeEmpty) {
+        committer.commit(ws, tx -> tx.dao(CrmDao.class).dropIfEmpty(ws, type));
+      }
     }
     return removed;
   }

@@ -1,14 +1,12 @@
 package dev.runway.crm;
 
-/** A workflow's trigger on one object type, as stored beside the workflow (see workflow.Trigger). */
+import dev.runway.workflow.Trigger;
+
+/** A workflow's trigger on one object type, as stored beside the workflow. */
 public record TriggerRow(String workflowId, String objectType, boolean onCreated, boolean onUpdated,
     boolean onDeleted, String project) {
 
-  public boolean startsOn(String change) {
-    return switch (change) {
-      case "created" -> onCreated;
-      case "updated" -> onUpdated;
-      default -> onDeleted;
-    };
+  public Trigger trigger() {
+    return new Trigger(objectType, onCreated, onUpdated, onDeleted, project);
   }
 }
