@@ -46,12 +46,8 @@ public final class CrmRoutes {
     SyncRequest request = SyncRequest.parse(body, limits);
     String hash = idempotencyKey == null ? null
         : Sha256.hex("POST /v1/crm/" + type + "/records/sync\n" + Json.canonical(body));
-    ctx.future(() -> crm.sync(AuthHandler.principal(ctx), type, request, limits, idempotencyKey, hash).thenAcceptAsync(s -> {
-      if (s.replayed()) {
-        ctx.header("Idempotent-Replayed", "true");
-      }
-      Responses.rawJson(ctx, 200, s.body());
-    }, requestThreads));
+    ctx.future(() -> crm.sync(AuthHandler.principal(ctx), type, request, limits, idempotencyKey, hash)
+        .thenAcceptAsync(s -> Responses.maybeReplayed(ctx, 200, s.body(), s.replayed()), requestThreads));
   }
 
   public void get(Context ctx) {

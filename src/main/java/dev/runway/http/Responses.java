@@ -33,6 +33,14 @@ public final class Responses {
     ctx.status(status).contentType(JSON).result(body);
   }
 
+  /** A JSON answer that may be the stored answer of an earlier request with the same Idempotency-Key. */
+  public static void maybeReplayed(Context ctx, int status, String body, boolean replayed) {
+    if (replayed) {
+      ctx.header("Idempotent-Replayed", "true");
+    }
+    rawJson(ctx, status, body);
+  }
+
   public static void problem(Context ctx, int status, String code, String detail, String param) {
     problem(ctx, status, code, detail, param, Map.of());
   }

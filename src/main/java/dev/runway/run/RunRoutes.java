@@ -66,12 +66,8 @@ public final class RunRoutes {
   }
 
   private void respond(Context ctx, CompletableFuture<RunService.Started> started) {
-    ctx.future(() -> started.thenAcceptAsync(s -> {
-      if (s.replayed()) {
-        ctx.header("Idempotent-Replayed", "true");
-      }
-      Responses.rawJson(ctx, s.status(), s.body());
-    }, requestThreads));
+    ctx.future(() -> started.thenAcceptAsync(
+        s -> Responses.maybeReplayed(ctx, s.status(), s.body(), s.replayed()), requestThreads));
   }
 
   public void get(Context ctx) {

@@ -360,6 +360,36 @@ class CrmRecordsTest {
     });
   }
 
+  /** Eight copies of one keyed sync sent at once: one is applied, the rest replay it or are told to retry. */
+  @BothDatabases
+  void concurrent_retries_with_one_idempotency_key_apply_the_batch_once(Api api) {
+    api.test(http -> {
+      String body = batch(record("twin-1", "{\"a\":1}"), record("twin-2", "{}"));
+      java.util.concurrent.ExecutorService pool = java.util.concurrent.Executors.newFixedThreadPool(8);
+      List<java.util.concurrent.Future<Http.Reply>> replies = new ArrayList<>();
+      for (int i = 0; i < 8; i++) {
+        replies.add(pool.submit(() -> http.post(SYNC, api.key, body, "Idempotency-Key", "twins")));
+      }
+      int applied = 0;
+      String firstBody = null;
+      for (java.util.concurrent.Future<Http.Reply> f : replies) {
+        Http.Reply reply = f.get(30, java.util.concurrent.TimeUnit.SECONDS);
+        if (reply.status() == 409) {
+          assertProblem(reply, 409, "idempotency_in_progress");
+          continue;
+        }
+        assertEquals(200, reply.status(), reply::toString);
+        assertEquals(List.of("created", "created"), statuses(reply), "every answer is the first one's");
+        applied += reply.header("Idempotent-Replayed") == null ? 1 : 0;
+        firstBody = firstBody == null ? reply.body() : firstBody;
+        assertEquals(firstBody, reply.body());
+      }
+      pool.shutdown();
+      assertEquals(1, applied, "exactly one copy was applied");
+      assertEquals(2, countChanges(api));
+    });
+  }
+
   @BothDatabases
   void another_workspaces_records_do_not_exist_and_scopes_are_enforced(Api api) {
     api.test(http -> {
