@@ -2,16 +2,20 @@ package dev.runway.db;
 
 import java.util.ArrayList;
 import java.util.Collection;
+import java.util.HashSet;
 import java.util.List;
+import java.util.Set;
 import java.util.SortedSet;
 import java.util.TreeSet;
 import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Consumer;
 import java.util.function.Function;
 import org.jdbi.v3.core.Jdbi;
 import org.slf4j.Logger;
@@ -48,6 +52,7 @@ public final class GroupCommitter implements AutoCloseable {
     t.setDaemon(true);
     return t;
   });
+  private final List<Consumer<Set<String>>> commitListeners = new CopyOnWriteArrayList<>();
   private volatile boolean closing;
 
   /** One caller's write; its result is held until the transaction it ran in has committed. */
@@ -159,7 +164,10 @@ public final class GroupCommitter implements AutoCloseable {
         }
       });
       List<Write<?>> committed = List.copyOf(batch);
-      notifier.execute(() -> committed.forEach(Write::committed));
+      notifier.execute(() -> {
+        committed.forEach(Write::committed);
+        tellListeners(committed);
+      });
       return;
     } catch (RuntimeException e) {
       if (batch.size() == 1 || SqlErrors.isUnavailable(e)) {
@@ -175,8 +183,33 @@ public final class GroupCommitter implements AutoCloseable {
           w.run(tx);
         });
         w.committed();
+        notifier.execute(() -> tellListeners(List.of(w)));
       } catch (RuntimeException e) {
         w.failed(e);
+      }
+    }
+  }
+
+  /**
+   * Calls {@code listener} on the thread that wakes committers, after each commit, with the
+   * workspaces its writes changed: for what follows new events (live streams, webhook deliveries)
+   * instead of polling. It must return quickly and never block.
+   */
+  public void addCommitListener(Consumer<Set<String>> listener) {
+    commitListeners.add(listener);
+  }
+
+  private void tellListeners(List<Write<?>> committed) {
+    if (commitListeners.isEmpty()) {
+      return;
+    }
+    Set<String> workspaces = new HashSet<>();
+    committed.forEach(w -> workspaces.addAll(w.workspaces));
+    for (Consumer<Set<String>> listener : commitListeners) {
+      try {
+        listener.accept(workspaces);
+      } catch (RuntimeException e) {
+        LOG.error("a commit listener failed", e);
       }
     }
   }
