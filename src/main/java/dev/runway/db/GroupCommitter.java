@@ -53,6 +53,7 @@ public final class GroupCommitter implements AutoCloseable {
     return t;
   });
   private final List<Consumer<Set<String>>> commitListeners = new CopyOnWriteArrayList<>();
+  private volatile Outbox outbox = Outbox.NONE;
   private volatile boolean closing;
 
   /** One caller's write; its result is held until the transaction it ran in has committed. */
@@ -190,13 +191,19 @@ public final class GroupCommitter implements AutoCloseable {
     }
   }
 
+  /** Where the transactions' events are published from now on (see {@link Outbox}). */
+  public void useOutbox(Outbox outbox) {
+    this.outbox = outbox;
+  }
+
   /**
    * Calls {@code listener} on the thread that wakes committers, after each commit, with the
    * workspaces its writes changed: for what follows new events (live streams, webhook deliveries)
-   * instead of polling. It must return quickly and never block.
+   * instead of polling. It must return quickly and never block. Returns what stops the calls.
    */
-  public void addCommitListener(Consumer<Set<String>> listener) {
+  public Runnable addCommitListener(Consumer<Set<String>> listener) {
     commitListeners.add(listener);
+    return () -> commitListeners.remove(listener);
   }
 
   private void tellListeners(List<Write<?>> committed) {
@@ -233,7 +240,7 @@ public final class GroupCommitter implements AutoCloseable {
     for (int attempt = 1; ; attempt++) {
       try {
         jdbi.useTransaction(h -> {
-          try (Tx tx = new Tx(h)) {
+          try (Tx tx = new Tx(h, outbox)) {
             body.accept(tx);
             tx.flush();
           }

@@ -18,9 +18,28 @@ public final class Tx implements AutoCloseable {
   private final Handle handle;
   private final Map<Class<?>, Object> daos = new HashMap<>();
   private final Map<String, PreparedStatement> statements = new LinkedHashMap<>();
+  private final Map<Object, Object> locals = new HashMap<>();
+  private final Outbox outbox;
 
   public Tx(Handle handle) {
+    this(handle, Outbox.NONE);
+  }
+
+  public Tx(Handle handle, Outbox outbox) {
     this.handle = handle;
+    this.outbox = outbox;
+  }
+
+  /** Where this transaction's events are published (see {@link Outbox}). */
+  public Outbox outbox() {
+    return outbox;
+  }
+
+  /** A value kept for the rest of this transaction under {@code key}, made by {@code make} at the first ask. */
+  public <T> T local(Object key, java.util.function.Function<Object, T> make) {
+    @SuppressWarnings("unchecked")
+    T value = (T) locals.computeIfAbsent(key, make);
+    return value;
   }
 
   /** The transaction's connection, for the few reads written in plain JDBC (see CrmDao). */

@@ -7,6 +7,7 @@ import dev.runway.db.Tx;
 import dev.runway.http.ApiException;
 import dev.runway.run.Run;
 import dev.runway.run.RunDao;
+import dev.runway.run.RunEvents;
 import dev.runway.run.RunMessage;
 import dev.runway.run.RunMessageDao;
 import dev.runway.run.RunStatus;
@@ -86,7 +87,7 @@ public abstract class RunMachine {
     if (tx.dao(RunDao.class).saveProgress(next) != 1) {
       return false;
     }
-    EventDao.insert(tx, events);
+    RunEvents.store(tx, next, events);
     RunMessageDao.insert(tx, messages);
     return true;
   }
@@ -222,7 +223,7 @@ public abstract class RunMachine {
       if (tx.dao(RunDao.class).saveProgress(run) != 1) {
         return false;
       }
-      EventDao.insert(tx, events);
+      RunEvents.store(tx, run, events);
       return true;
     }
   }

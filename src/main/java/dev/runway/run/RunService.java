@@ -273,7 +273,7 @@ public final class RunService {
 
   private static Run insert(Tx tx, Firsts firsts) {
     RunDao.insert(tx, firsts.run());
-    EventDao.insert(tx, firsts.events());
+    RunEvents.store(tx, firsts.run(), firsts.events());
     RunMessageDao.insert(tx, firsts.messages());
     return firsts.run();
   }

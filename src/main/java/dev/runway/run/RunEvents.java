@@ -1,0 +1,38 @@
+package dev.runway.run;
+
+import dev.runway.core.Json;
+import dev.runway.db.Tx;
+import dev.runway.engine.Event;
+import dev.runway.engine.EventDao;
+import java.util.List;
+import java.util.function.Supplier;
+
+/**
+ * Stores a run's events and publishes each to the transaction's outbox (webhooks), with the run
+ * record as it is after them as the event's data.
+ */
+public final class RunEvents {
+  private RunEvents() {}
+
+  /** {@code run}: the run as this transaction leaves it. */
+  public static void store(Tx tx, Run run, List<Event> events) {
+    if (events.isEmpty()) {
+      return;
+    }
+    EventDao.insert(tx, events);
+    Supplier<String> record = new Supplier<>() {
+      private String json;
+
+      @Override
+      public String get() {
+        if (json == null) {
+          json = Json.string(RunView.of(run));
+        }
+        return json;
+      }
+    };
+    for (Event e : events) {
+      tx.outbox().publish(tx, run.workspaceId(), e.id(), e.type(), e.createdAt(), record);
+    }
+  }
+}
