@@ -10,6 +10,7 @@ import dev.runway.db.Database;
 import dev.runway.engine.Engine;
 import dev.runway.workflow.WorkflowFiles;
 import dev.runway.http.InFlightLimit;
+import dev.runway.webhook.WebhookDispatcher;
 import io.javalin.Javalin;
 import java.time.Duration;
 import java.time.Instant;
@@ -44,16 +45,18 @@ public final class Runway implements AutoCloseable {
   private final InFlightLimit inFlight;
   private final Duration shutdownGrace;
   private final Engine engine;
+  private final WebhookDispatcher webhooks;
   private final ScheduledExecutorService housekeeping;
   private final String firstAdminKey;
 
   private Runway(Services services, Javalin app, InFlightLimit inFlight, Duration shutdownGrace, Engine engine,
-      ScheduledExecutorService housekeeping, String firstAdminKey) {
+      WebhookDispatcher webhooks, ScheduledExecutorService housekeeping, String firstAdminKey) {
     this.services = services;
     this.app = app;
     this.inFlight = inFlight;
     this.shutdownGrace = shutdownGrace;
     this.engine = engine;
+    this.webhooks = webhooks;
     this.housekeeping = housekeeping;
     this.firstAdminKey = firstAdminKey;
   }
@@ -78,6 +81,7 @@ public final class Runway implements AutoCloseable {
    */
   private static Runway start(ServerSettings settings, Database database) {
     AtomicReference<Engine> engine = new AtomicReference<>();
+    WebhookDispatcher webhooks = null;
     Services services = Services.over(database, settings, () -> {
       Engine started = engine.get();
       if (started != null) {
@@ -100,6 +104,9 @@ public final class Runway implements AutoCloseable {
             services.secrets(),
             database.isSingleProcess()));
       }
+      if (settings.webhooks().enabled()) {
+        webhooks = WebhookDispatcher.start(services.webhooks(), database.isSingleProcess());
+      }
       String adminKey = null;
       if (settings.bootstrapAdminKey() && services.keys().databaseIsEmpty()) {
         adminKey = services.keys().create(DEFAULT_WORKSPACE, "admin", Scope.all(), null, null).key();
@@ -121,7 +128,8 @@ public final class Runway implements AutoCloseable {
       });
       housekeeping.scheduleWithFixedDelay(() -> sweep(services), 1, 10, TimeUnit.MINUTES);
       inFlight.ready();
-      return new Runway(services, app, inFlight, settings.shutdownGrace(), engine.get(), housekeeping, adminKey);
+      return new Runway(services, app, inFlight, settings.shutdownGrace(), engine.get(), webhooks, housekeeping,
+          adminKey);
     } catch (RuntimeException e) {
       failed.set(true);
       try {
@@ -131,6 +139,9 @@ public final class Runway implements AutoCloseable {
       }
       if (engine.get() != null) {
         engine.get().close();
+      }
+      if (webhooks != null) {
+        webhooks.close();
       }
       database.close();
       throw e;
@@ -163,6 +174,14 @@ public final class Runway implements AutoCloseable {
     } catch (RuntimeException e) {
       LOG.warn("CRM change feed pruning failed: {}", e.getMessage());
     }
+    try {
+      int pruned = services.webhooks().prune();
+      if (pruned > 0) {
+        LOG.info("pruned {} webhook deliveries past webhooks.retention_hours", pruned);
+      }
+    } catch (RuntimeException e) {
+      LOG.warn("webhook delivery log pruning failed: {}", e.getMessage());
+    }
   }
 
   /** The port the server listens on (useful with http.port=0). */
@@ -194,6 +213,9 @@ public final class Runway implements AutoCloseable {
     app.stop();
     if (engine != null) {
       engine.close();
+    }
+    if (webhooks != null) {
+      webhooks.close();
     }
     services.database().close();
   }

@@ -17,6 +17,7 @@ import dev.runway.http.RequestLog;
 import dev.runway.http.Responses;
 import dev.runway.run.RunRoutes;
 import dev.runway.secret.SecretRoutes;
+import dev.runway.webhook.WebhookRoutes;
 import dev.runway.workflow.WorkflowRoutes;
 import io.javalin.Javalin;
 import io.javalin.config.RoutesConfig;
@@ -47,6 +48,7 @@ public final class RunwayApp {
     WorkflowRoutes workflows = new WorkflowRoutes(services.workflows(), bodies);
     SecretRoutes secrets = new SecretRoutes(services.secrets(), bodies);
     AgentRoutes agents = new AgentRoutes(services.agents(), bodies);
+    WebhookRoutes webhooks = new WebhookRoutes(services.webhooks(), bodies);
     int maxSyncBytes = Math.max(settings.maxBodyBytes(), CrmSettings.MAX_SYNC_BODY_BYTES);
     CrmRoutes crm = new CrmRoutes(services.crm(), settings.crm(), new RequestBodies(maxSyncBytes), resumeOn(threads));
     RateLimits limits = settings.rateLimits();
@@ -140,6 +142,18 @@ public final class RunwayApp {
       routes.get("/v1/secrets/{name}", secrets::get, Scope.ADMIN);
       routes.delete("/v1/secrets/{name}", secrets::delete, Scope.ADMIN);
       routes.get("/v1/secrets", secrets::list, Scope.ADMIN);
+
+      routes.post("/v1/webhook_endpoints", webhooks::create, Scope.ADMIN);
+      routes.get("/v1/webhook_endpoints", webhooks::list, Scope.ADMIN);
+      routes.get("/v1/webhook_endpoints/{id}", webhooks::get, Scope.ADMIN);
+      routes.patch("/v1/webhook_endpoints/{id}", webhooks::update, Scope.ADMIN);
+      routes.delete("/v1/webhook_endpoints/{id}", webhooks::delete, Scope.ADMIN);
+      routes.post("/v1/webhook_endpoints/{id}/rotate_secret", webhooks::rotateSecret, Scope.ADMIN);
+      routes.post("/v1/webhook_endpoints/{id}/test", webhooks::test, Scope.ADMIN);
+      routes.post("/v1/webhook_endpoints/{id}/recover", webhooks::recover, Scope.ADMIN);
+      routes.get("/v1/webhook_endpoints/{id}/deliveries", webhooks::deliveries, Scope.ADMIN);
+      routes.get("/v1/webhook_deliveries/{id}", webhooks::delivery, Scope.ADMIN);
+      routes.post("/v1/webhook_deliveries/{id}/redeliver", webhooks::redeliver, Scope.ADMIN);
     });
   }
 

@@ -9,11 +9,13 @@ import dev.runway.idempotency.IdempotencyStore;
 import dev.runway.run.RunService;
 import dev.runway.secret.SecretBox;
 import dev.runway.secret.SecretService;
+import dev.runway.webhook.WebhookService;
 import dev.runway.workflow.WorkflowService;
 
 /** Runway's services over one database, wired with plain constructors. */
 public record Services(Database database, ApiKeyService keys, WorkflowService workflows, RunService runs,
-    SecretService secrets, AgentService agents, IdempotencyStore idempotency, CrmService crm) {
+    SecretService secrets, AgentService agents, IdempotencyStore idempotency, CrmService crm,
+    WebhookService webhooks) {
 
   /** {@code runDue} is called when a run became due now, to wake the engine. */
   public static Services over(Database database, ServerSettings settings, Runnable runDue) {
@@ -22,15 +24,18 @@ public record Services(Database database, ApiKeyService keys, WorkflowService wo
     IdempotencyStore idempotency = new IdempotencyStore(database.jdbi(), settings.idempotencyTtl());
     RunService runs = new RunService(database.jdbi(), database.committer(), workflows, agents, idempotency,
         settings.engine().approvalTimeoutSeconds(), runDue);
+    SecretService secrets = new SecretService(database.jdbi(),
+        () -> SecretBox.load(settings.secretsKey(), settings.secretsKeyFile()));
     return new Services(
         database,
         new ApiKeyService(database.jdbi(), settings.keyCache()),
         workflows,
         runs,
-        new SecretService(database.jdbi(), () -> SecretBox.load(settings.secretsKey(), settings.secretsKeyFile())),
+        secrets,
         agents,
         idempotency,
         new CrmService(database.jdbi(), database.committer(), runs, idempotency,
-            settings.crm().changesRetention()));
+            settings.crm().changesRetention()),
+        new WebhookService(database.jdbi(), database.committer(), secrets::box, settings.webhooks()));
   }
 }

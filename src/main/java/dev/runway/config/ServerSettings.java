@@ -5,6 +5,7 @@ import dev.runway.engine.EngineSettings;
 import dev.runway.engine.ModelSettings;
 import dev.runway.http.RateLimiter;
 import dev.runway.http.RateLimits;
+import dev.runway.webhook.WebhookSettings;
 import java.nio.file.Path;
 import java.time.Duration;
 
@@ -40,7 +41,8 @@ public record ServerSettings(
     Path secretsKeyFile,
     EngineSettings engine,
     ModelSettings model,
-    CrmSettings crm) {
+    CrmSettings crm,
+    WebhookSettings webhooks) {
 
   public static ServerSettings from(Settings s) {
     String url = s.string("db.url");
@@ -87,7 +89,8 @@ public record ServerSettings(
         Path.of(s.string("secrets.key_file")),
         EngineSettings.from(s),
         ModelSettings.from(s),
-        CrmSettings.from(s));
+        CrmSettings.from(s),
+        WebhookSettings.from(s));
   }
 
   private static boolean isKey(String base64) {

@@ -2,6 +2,7 @@ package dev.runway.crm;
 
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.runway.auth.Principal;
+import dev.runway.core.Ids;
 import dev.runway.core.Json;
 import dev.runway.core.Time;
 import dev.runway.db.GroupCommitter;
@@ -146,7 +147,32 @@ public final class CrmService {
     }
     CrmDao.write(tx, plan.writes);
     dao.count(ws, type, plan.liveDelta(), plan.tombstoneDelta(), now);
+    tx.outbox().publish(tx, ws, Ids.newId("evt", now.toEpochMilli()), CHANGED_EVENT, now, () -> changedData(type, plan));
     return startTriggeredRuns(tx, caller, type, plan.writes);
+  }
+
+  /** The event a write that changed records publishes (for webhooks): what changed, record by record. */
+  static final String CHANGED_EVENT = "crm.records.changed";
+
+  private static String changedData(String type, SyncPlan plan) {
+    Map<String, Integer> summary = new LinkedHashMap<>();
+    for (String change : List.of(SyncPlan.CREATED, SyncPlan.UPDATED, SyncPlan.DELETED)) {
+      summary.put(change, 0);
+    }
+    List<Map<String, Object>> records = new java.util.ArrayList<>();
+    for (SyncPlan.Write w : plan.writes) {
+      summary.merge(w.change(), 1, Integer::sum);
+      Map<String, Object> r = new LinkedHashMap<>();
+      r.put("external_id", w.next().externalId());
+      r.put("change", w.change());
+      r.put("version", w.next().version());
+      records.add(r);
+    }
+    Map<String, Object> data = new LinkedHashMap<>();
+    data.put("object_type", type);
+    data.put("summary", summary);
+    data.put("records", records);
+    return Json.string(data);
   }
 
   /** One run per change and workflow whose trigger asks for it, in the transaction of the change. */

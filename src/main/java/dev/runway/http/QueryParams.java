@@ -76,9 +76,11 @@ public final class QueryParams {
 
   public Instant time(String name) {
     String value = string(name);
-    if (value == null) {
-      return null;
-    }
+    return value == null ? null : parseTime(value, name);
+  }
+
+  /** An ISO 8601 time with offset that the database can store, or a 400 naming {@code name}. */
+  public static Instant parseTime(String value, String name) {
     Instant time;
     try {
       time = OffsetDateTime.parse(value).toInstant();

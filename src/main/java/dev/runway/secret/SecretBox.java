@@ -93,7 +93,7 @@ public final class SecretBox {
     return keyId;
   }
 
-  String encrypt(String workspaceId, String name, String value) {
+  public String encrypt(String workspaceId, String name, String value) {
     byte[] nonce = new byte[NONCE_BYTES];
     RANDOM.nextBytes(nonce);
     try {
@@ -109,7 +109,7 @@ public final class SecretBox {
   }
 
   /** The value; {@link Unreadable} when another key wrote it or it was changed. */
-  String decrypt(String workspaceId, String name, String stored) throws Unreadable {
+  public String decrypt(String workspaceId, String name, String stored) throws Unreadable {
     String[] parts = stored.split("\\.", 3);
     if (parts.length != 3 || !parts[0].equals("v1")) {
       throw new Unreadable("secret " + name + " is not in a form this server reads");

@@ -29,7 +29,8 @@ public final class SecretService implements SecretSource {
     this.box = box;
   }
 
-  private SecretBox box() {
+  /** The server's SecretBox, loaded (its key file made, if need be) at the first call. */
+  public SecretBox box() {
     SecretBox b = loaded;
     if (b == null) {
       synchronized (this) {

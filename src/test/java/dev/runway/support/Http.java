@@ -43,6 +43,10 @@ public final class Http {
     return send("PUT", path, defaultKey, json, "application/json");
   }
 
+  public Reply patch(String path, String json) {
+    return send("PATCH", path, defaultKey, json, "application/json");
+  }
+
   public Reply delete(String path) {
     return send("DELETE", path, defaultKey, (String) null, null);
   }
