@@ -35,6 +35,9 @@ public final class CrmService {
   /** How many changes one transaction of pruning removes at most. */
   private static final int PRUNE_PART = 5_000;
 
+  /** The event a write that changed records publishes (for webhooks): what changed, record by record. */
+  static final String CHANGED_EVENT = "crm.records.changed";
+
   /** The change feed keeps changes for {@code changesRetention} (see {@link #prune}). */
   public CrmService(Jdbi jdbi, GroupCommitter committer, RunService runs, IdempotencyStore idempotency,
       Duration changesRetention) {
@@ -150,9 +153,6 @@ public final class CrmService {
     tx.outbox().publish(tx, ws, Ids.newId("evt", now.toEpochMilli()), CHANGED_EVENT, now, () -> changedData(type, plan));
     return startTriggeredRuns(tx, caller, type, plan.writes);
   }
-
-  /** The event a write that changed records publishes (for webhooks): what changed, record by record. */
-  static final String CHANGED_EVENT = "crm.records.changed";
 
   private static String changedData(String type, SyncPlan plan) {
     Map<String, Integer> summary = new LinkedHashMap<>();
