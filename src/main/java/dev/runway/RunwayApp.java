@@ -5,6 +5,7 @@ import dev.runway.auth.Scope;
 import dev.runway.config.ServerSettings;
 import dev.runway.crm.CrmRoutes;
 import dev.runway.crm.CrmSettings;
+import dev.runway.events.EventStreams;
 import dev.runway.http.AuthHandler;
 import dev.runway.http.BufferedBodies;
 import dev.runway.http.ErrorMapper;
@@ -44,7 +45,9 @@ public final class RunwayApp {
     RequestBodies bodies = new RequestBodies(settings.maxBodyBytes());
     QueuedThreadPool threads = new QueuedThreadPool(settings.maxThreads(), Math.min(8, settings.maxThreads()));
     threads.setName("runway-http");
-    RunRoutes runs = new RunRoutes(services.runs(), bodies, resumeOn(threads));
+    EventStreams streams = new EventStreams(services.database().jdbi(), services.database().committer(),
+        services.keys(), settings.streams(), inFlight, settings.keyCache());
+    RunRoutes runs = new RunRoutes(services.runs(), bodies, resumeOn(threads), streams);
     WorkflowRoutes workflows = new WorkflowRoutes(services.workflows(), bodies);
     SecretRoutes secrets = new SecretRoutes(services.secrets(), bodies);
     AgentRoutes agents = new AgentRoutes(services.agents(), bodies);
@@ -81,6 +84,8 @@ public final class RunwayApp {
             : settings.maxBodyBytes(), settings.bodyTimeout().toMillis(),
             settings.maxPendingBodiesPerKey(), settings.maxPendingBodyBytes(), AuthHandler.callerOf(services.keys())));
       });
+      // Open streams end as the server stops (their clients reconnect, elsewhere or later).
+      config.events.serverStopping(streams::close);
       config.jetty.modifyServletContextHandler(context -> context.setErrorHandler(new JettyErrors()));
       if (settings.requestLog()) {
         config.requestLogger.http(RequestLog::log);

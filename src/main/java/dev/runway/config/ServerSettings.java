@@ -2,6 +2,7 @@ package dev.runway.config;
 
 import dev.runway.crm.CrmSettings;
 import dev.runway.engine.EngineSettings;
+import dev.runway.events.StreamSettings;
 import dev.runway.engine.ModelSettings;
 import dev.runway.http.RateLimiter;
 import dev.runway.http.RateLimits;
@@ -42,7 +43,8 @@ public record ServerSettings(
     EngineSettings engine,
     ModelSettings model,
     CrmSettings crm,
-    WebhookSettings webhooks) {
+    WebhookSettings webhooks,
+    StreamSettings streams) {
 
   public static ServerSettings from(Settings s) {
     String url = s.string("db.url");
@@ -90,7 +92,8 @@ public record ServerSettings(
         EngineSettings.from(s),
         ModelSettings.from(s),
         CrmSettings.from(s),
-        WebhookSettings.from(s));
+        WebhookSettings.from(s),
+        StreamSettings.from(s));
   }
 
   private static boolean isKey(String base64) {

@@ -54,6 +54,10 @@ public interface EventDao {
   @SqlQuery("SELECT * FROM event WHERE workspace_id = :workspaceId AND id = :id")
   Optional<Event> find(String workspaceId, String id);
 
+  /** The seq of the workspace's latest event (0 if none): where a stream of what happens from now on starts. */
+  @SqlQuery("SELECT COALESCE(MAX(seq), 0) FROM event WHERE workspace_id = :workspaceId")
+  long lastSeq(String workspaceId);
+
   /** A run's events after the sequence number {@code afterSeq}, oldest first. */
   @SqlQuery("SELECT * FROM event WHERE run_id = :runId AND seq > :afterSeq ORDER BY run_id, seq LIMIT :limit")
   List<Event> ofRun(String runId, long afterSeq, int limit);

@@ -5,6 +5,8 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.runway.core.Ids;
 import dev.runway.engine.Event;
 import dev.runway.engine.EventView;
+import dev.runway.events.EventStreams;
+import dev.runway.auth.Principal;
 import dev.runway.http.ApiException;
 import dev.runway.http.AuthHandler;
 import dev.runway.http.JsonFields;
@@ -27,6 +29,9 @@ public final class RunRoutes {
   private static final Set<String> MESSAGE_PARAMS = Set.of("limit", "starting_after");
   private static final Set<String> DECISION_FIELDS = Set.of("comment");
   private static final Set<String> EVENT_PARAMS = Set.of("limit", "starting_after");
+  private static final Set<String> STREAM_PARAMS = Set.of("starting_after");
+  private static final Set<String> ENDED = Set.of(RunStatus.SUCCEEDED.wireName(), RunStatus.FAILED.wireName(),
+      RunStatus.CANCELED.wireName(), RunStatus.REJECTED.wireName());
   private static final Set<String> LIST_PARAMS =
       Set.of("kind", "workflow", "agent", "project", "status", "created_after", "created_before", "limit", "starting_after");
   public static final String IDEMPOTENCY_KEY = "Idempotency-Key";
@@ -34,15 +39,17 @@ public final class RunRoutes {
   private final RunService runs;
   private final RequestBodies bodies;
   private final Executor requestThreads;
+  private final EventStreams streams;
 
   /**
    * {@code requestThreads} finish a start once its run is committed: the server's request threads,
    * so that the thread that wakes committers never writes a response (a slow client would hold it).
    */
-  public RunRoutes(RunService runs, RequestBodies bodies, Executor requestThreads) {
+  public RunRoutes(RunService runs, RequestBodies bodies, Executor requestThreads, EventStreams streams) {
     this.runs = runs;
     this.bodies = bodies;
     this.requestThreads = requestThreads;
+    this.streams = streams;
   }
 
   public void start(Context ctx) {
@@ -107,8 +114,19 @@ public final class RunRoutes {
     Responses.json(ctx, 200, Page.of(rows, limit, MessageView::of, m -> String.valueOf(m.index())));
   }
 
-  /** GET /v1/runs/{runId}/events: the run's timeline, oldest first. */
+  /**
+   * GET /v1/runs/{runId}/events: the run's timeline, oldest first; with Accept: text/event-stream,
+   * a stream of it from its first event (or after Last-Event-ID / starting_after) that ends with the run.
+   */
   public void events(Context ctx) {
+    if (EventStreams.wanted(ctx)) {
+      Principal caller = AuthHandler.principal(ctx);
+      Run run = runs.get(caller, runId(ctx));
+      String after = streamCursor(ctx);
+      streams.open(ctx, caller, run.id(), runs.runStreamStart(caller, after, cursorParam(ctx)),
+          ENDED.contains(run.status()));
+      return;
+    }
     QueryParams q = QueryParams.of(ctx, EVENT_PARAMS);
     int limit = q.integer("limit", 100, 1, 1000);
     List<Event> rows = runs.events(AuthHandler.principal(ctx), runId(ctx), q.id("starting_after", "evt"), limit + 1);
@@ -121,6 +139,12 @@ public final class RunRoutes {
    * asking from there.
    */
   public void workspaceEvents(Context ctx) {
+    if (EventStreams.wanted(ctx)) {
+      Principal caller = AuthHandler.principal(ctx);
+      String after = streamCursor(ctx);
+      streams.open(ctx, caller, null, runs.streamStart(caller, after, cursorParam(ctx)), false);
+      return;
+    }
     QueryParams q = QueryParams.of(ctx, EVENT_PARAMS);
     int limit = q.integer("limit", 100, 1, 1000);
     String after = q.id("starting_after", "evt");
@@ -128,6 +152,27 @@ public final class RunRoutes {
     Page<EventView> page = Page.of(rows, limit, EventView::of, EventView::id);
     String cursor = page.data().isEmpty() ? after : page.data().get(page.data().size() - 1).id();
     Responses.json(ctx, 200, new Page<>(page.data(), page.hasMore(), cursor));
+  }
+
+  /**
+   * Where a stream resumes: after Last-Event-ID (what an EventSource sends when it reconnects),
+   * else after starting_after, else null.
+   */
+  private static String streamCursor(Context ctx) {
+    String after = QueryParams.of(ctx, STREAM_PARAMS).id("starting_after", "evt");
+    String lastEventId = ctx.header("Last-Event-ID");
+    if (lastEventId == null || lastEventId.isBlank()) {
+      return after;
+    }
+    if (!Ids.looksLike("evt", lastEventId.strip())) {
+      throw ApiException.validation("Last-Event-ID", "the Last-Event-ID header must be an evt_ id");
+    }
+    return lastEventId.strip();
+  }
+
+  private static String cursorParam(Context ctx) {
+    String lastEventId = ctx.header("Last-Event-ID");
+    return lastEventId == null || lastEventId.isBlank() ? "starting_after" : "Last-Event-ID";
   }
 
   private String comment(Context ctx) {

@@ -339,12 +339,27 @@ public final class RunService {
         dao -> dao.ofWorkspace(caller.workspaceId(), afterSeq(dao, caller, startingAfter), caller.projects(), limit));
   }
 
+  /**
+   * Where a stream of events starts: after the event {@code eventId} (named by the request's
+   * {@code param}), else from now on.
+   */
+  public long streamStart(Principal caller, String eventId, String param) {
+    return jdbi.withExtension(EventDao.class, dao -> eventId == null ? dao.lastSeq(caller.workspaceId())
+        : seqOf(dao, caller, eventId, param));
+  }
+
+  /** Where a stream of a run's events starts: after the event {@code eventId}, else from the run's first. */
+  public long runStreamStart(Principal caller, String eventId, String param) {
+    return eventId == null ? 0 : jdbi.withExtension(EventDao.class, dao -> seqOf(dao, caller, eventId, param));
+  }
+
   private static long afterSeq(EventDao dao, Principal caller, String eventId) {
-    if (eventId == null) {
-      return 0;
-    }
+    return eventId == null ? 0 : seqOf(dao, caller, eventId, "starting_after");
+  }
+
+  private static long seqOf(EventDao dao, Principal caller, String eventId, String param) {
     return dao.find(caller.workspaceId(), eventId).map(Event::seq).orElseThrow(() ->
-        ApiException.validation("starting_after", "starting_after names no event of this workspace"));
+        ApiException.validation(param, param + " names no event of this workspace"));
   }
 
   private static ApiException runNotFound(String runId) {
