@@ -190,10 +190,10 @@ public final class EventStreams implements AutoCloseable {
         nextPoll = now + settings.pollInterval().toNanos();
       }
       try {
-        Map<Read, List<Event>> reads = new HashMap<>();
+        Round round = new Round(new HashMap<>(), new HashMap<>());
         for (EventStream stream : open) {
           if (due.contains(stream.caller.workspaceId()) && stream.output.isOpen()) {
-            catchUp(stream, reads);
+            catchUp(stream, round);
           }
         }
         if (now - nextKeyCheck >= 0) {
@@ -214,12 +214,12 @@ public final class EventStreams implements AutoCloseable {
   }
 
   /** Sends what comes after the stream's cursor, at most a few pages this round (the rest next round). */
-  private void catchUp(EventStream stream, Map<Read, List<Event>> reads) {
+  private void catchUp(EventStream stream, Round round) {
     for (int page = 0; page < PAGES_PER_ROUND; page++) {
       // Streams at the same place read once (most streams of a workspace are, once caught up).
-      List<Event> events = reads.computeIfAbsent(stream.nextRead(), this::read);
+      List<Event> events = round.reads().computeIfAbsent(stream.nextRead(), this::read);
       for (Event event : events) {
-        if (!stream.send(event)) {
+        if (!stream.send(event, round.encoded().computeIfAbsent(event.id(), id -> encode(event)))) {
           return;
         }
       }
@@ -231,6 +231,11 @@ public final class EventStreams implements AutoCloseable {
       }
     }
     changed(Set.of(stream.caller.workspaceId()));
+  }
+
+  private static byte[] encode(Event event) {
+    return ("id: " + event.id() + "\nevent: " + event.type() + "\ndata: " + Json.string(EventView.of(event)) + "\n\n")
+        .getBytes(StandardCharsets.UTF_8);
   }
 
   private List<Event> read(Read read) {
@@ -299,6 +304,9 @@ public final class EventStreams implements AutoCloseable {
     open.stream().filter(s -> s.ready).forEach(s -> s.output.close());
   }
 
+  /** What a round has read, and the events it has encoded, for every stream that needs the same. */
+  private record Round(Map<Read, List<Event>> reads, Map<String, byte[]> encoded) {}
+
   /** What one stream reads next: equal for streams at the same place in the same events. */
   private record Read(String workspaceId, String runId, List<String> projects, long afterSeq) {}
 
@@ -327,14 +335,12 @@ public final class EventStreams implements AutoCloseable {
      * Sends the event; false once the stream is over. A run's stream ends after its run's last
      * event, and what was read with it (events stored in the same commit).
      */
-    boolean send(Event event) {
+    boolean send(Event event, byte[] encoded) {
       afterSeq = event.seq();
       if (runId != null && RUN_ENDS.contains(event.type())) {
         runEnded = true;
       }
-      String data = Json.string(EventView.of(event));
-      return write(("id: " + event.id() + "\nevent: " + event.type() + "\ndata: " + data + "\n\n")
-          .getBytes(StandardCharsets.UTF_8));
+      return write(encoded);
     }
 
     boolean write(byte[] bytes) {
