@@ -51,6 +51,11 @@ final class RunwayProcess {
     return new RunwayProcess(all, Files.createTempDirectory(dirPrefix));
   }
 
+  /** The value the server gets of this environment variable (e.g. RUNWAY_DB_URL), or null. */
+  String env(String name) {
+    return env.get(name);
+  }
+
   /** How a run of the jar to its end went. */
   record Result(int exitCode, String stdout, String stderr) {}
 

@@ -18,18 +18,23 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.BiFunction;
 import java.util.function.Predicate;
 import javax.crypto.Mac;
 import javax.crypto.spec.SecretKeySpec;
 
 /**
  * A local webhook receiver: records every delivery, checks its Standard Webhooks signature against
- * the secrets it was given, and answers as scripted per path (status, Retry-After, delay).
+ * the secrets it was given, and answers as scripted per path (status, Retry-After, delay), or as a
+ * function of each delivery's webhook-id and attempt.
  */
 public final class WebhookReceiver implements AutoCloseable {
-  /** One delivery received; {@code signedBy} lists the known secrets whose signature it carries. */
+  /**
+   * One delivery received; {@code signedBy} lists the known secrets whose signature it carries;
+   * {@code status} is what the receiver answered (the sender may not have read it: it may have died).
+   */
   public record Delivery(String path, String webhookId, String timestamp, String signature, JsonNode body,
-      Instant at, List<String> signedBy) {
+      Instant at, List<String> signedBy, int status) {
     public String type() {
       return body.path("type").asText();
     }
@@ -46,6 +51,8 @@ public final class WebhookReceiver implements AutoCloseable {
   private final List<Delivery> deliveries = new CopyOnWriteArrayList<>();
   private final List<String> secrets = new CopyOnWriteArrayList<>();
   private final Map<String, Deque<Reply>> scripts = new HashMap<>();
+  private final Map<String, BiFunction<String, Integer, Reply>> answers = new HashMap<>();
+  private final Map<String, AtomicInteger> received = new java.util.concurrent.ConcurrentHashMap<>();
   private final Map<String, AtomicInteger> inFlight = new java.util.concurrent.ConcurrentHashMap<>();
   private final Map<String, AtomicInteger> peak = new java.util.concurrent.ConcurrentHashMap<>();
 
@@ -64,7 +71,17 @@ public final class WebhookReceiver implements AutoCloseable {
 
   /** Answers the next deliveries to {@code path} with these replies in order; the last one repeats. */
   public synchronized void script(String path, Reply... replies) {
+    answers.remove(path);
     scripts.put(path, new ArrayDeque<>(List.of(replies)));
+  }
+
+  /**
+   * Answers each delivery to {@code path} with {@code reply.apply(webhookId, attempt)}, where
+   * attempt counts the deliveries of that webhook-id this receiver has had (1 for the first).
+   */
+  public synchronized void answer(String path, BiFunction<String, Integer, Reply> reply) {
+    scripts.remove(path);
+    answers.put(path, reply);
   }
 
   public List<Delivery> deliveries() {
@@ -113,14 +130,17 @@ public final class WebhookReceiver implements AutoCloseable {
       peak.computeIfAbsent(String.valueOf(id), k -> new AtomicInteger()).accumulateAndGet(now.incrementAndGet(),
           Math::max);
       try {
+        int attempt = received.computeIfAbsent(String.valueOf(id), k -> new AtomicInteger()).incrementAndGet();
         Reply reply;
         synchronized (this) {
           Deque<Reply> script = scripts.get(path);
-          reply = script == null || script.isEmpty() ? Reply.status(200)
+          BiFunction<String, Integer, Reply> answer = answers.get(path);
+          reply = answer != null ? answer.apply(id, attempt)
+              : script == null || script.isEmpty() ? Reply.status(200)
               : script.size() > 1 ? script.poll() : script.peek();
         }
         deliveries.add(new Delivery(path, id, timestamp, signature, parse(in), Instant.now(),
-            signedBy(id, timestamp, signature, in)));
+            signedBy(id, timestamp, signature, in), reply.status()));
         if (!reply.delay().isZero()) {
           Thread.sleep(reply.delay().toMillis());
         }
