@@ -1,5 +1,6 @@
 package dev.runway;
 
+import dev.runway.cli.AccountsCommand;
 import dev.runway.cli.KeysCommand;
 import dev.runway.config.ServerSettings;
 import dev.runway.config.Settings;
@@ -20,6 +21,7 @@ public final class Main {
   private static final String USAGE = """
       usage: runway [serve]            start the server
              runway keys ...           manage API keys (runway keys --help)
+             runway accounts ...       manage console accounts (runway accounts --help)
       settings: config/runway.properties, overridden by RUNWAY_* environment variables""";
 
   private static final String JETTY_REFERENCES_PER_CACHE_LINE = "org.eclipse.jetty.util.referencesPerCacheLine";
@@ -40,6 +42,7 @@ public final class Main {
       switch (command) {
         case "serve" -> serve(Settings.load(System.getenv()));
         case "keys" -> System.exit(keys(argv.subList(1, argv.size())));
+        case "accounts" -> System.exit(accounts(argv.subList(1, argv.size())));
         case "help", "--help", "-h" -> System.out.println(USAGE);
         default -> {
           System.err.println("runway: unknown command '" + command + "'\n" + USAGE);
@@ -115,9 +118,14 @@ public final class Main {
               -d '{"project": "demo", "input": "Europe/Paris"}'
 
         More keys: ./run.sh keys create --workspace default --scopes runs:write,runs:read --name ci
+
+        The console, to sign up and manage keys in a browser: %s/console
+        Setup code (sign up with it to take over workspace `default`; usable once):
+
+            %s
         ==============================================================================
         """.formatted(key, base, key, s.model().isSandbox() ? "the built-in sandbox" : s.model().baseUrl(), base,
-        key)));
+        key, base, runway.firstSetupCode().orElseThrow())));
   }
 
   /** Why the HTTP server could not bind its port, in words that say which setting to change. */
@@ -172,6 +180,26 @@ public final class Main {
     }
     log.info("stopped cleanly");
     return 0;
+  }
+
+  private static int accounts(List<String> args) {
+    System.setProperty("org.slf4j.simpleLogger.defaultLogLevel", "warn");
+    if (args.isEmpty() || args.contains("--help") || args.contains("-h")) {
+      System.out.println(AccountsCommand.USAGE);
+      return args.isEmpty() ? 2 : 0;
+    }
+    ServerSettings settings = ServerSettings.from(Settings.load(System.getenv()));
+    try (Database database = Database.open(settings)) {
+      return new AccountsCommand(Services.over(database, settings, () -> { }).accounts(), System.out,
+          new java.io.BufferedReader(new java.io.InputStreamReader(System.in, java.nio.charset.StandardCharsets.UTF_8)),
+          System.console()).run(args);
+    } catch (IllegalArgumentException e) {
+      System.err.println("runway: " + e.getMessage() + "\n" + AccountsCommand.USAGE);
+      return 2;
+    } catch (DatabaseInUseException e) {
+      System.err.println("runway: " + e.getMessage());
+      return EXIT_DATABASE_IN_USE;
+    }
   }
 
   private static int keys(List<String> args) {

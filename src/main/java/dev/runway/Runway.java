@@ -48,9 +48,10 @@ public final class Runway implements AutoCloseable {
   private final WebhookDispatcher webhooks;
   private final ScheduledExecutorService housekeeping;
   private final String firstAdminKey;
+  private final String firstSetupCode;
 
   private Runway(Services services, Javalin app, InFlightLimit inFlight, Duration shutdownGrace, Engine engine,
-      WebhookDispatcher webhooks, ScheduledExecutorService housekeeping, String firstAdminKey) {
+      WebhookDispatcher webhooks, ScheduledExecutorService housekeeping, String firstAdminKey, String firstSetupCode) {
     this.services = services;
     this.app = app;
     this.inFlight = inFlight;
@@ -59,6 +60,7 @@ public final class Runway implements AutoCloseable {
     this.webhooks = webhooks;
     this.housekeeping = housekeeping;
     this.firstAdminKey = firstAdminKey;
+    this.firstSetupCode = firstSetupCode;
   }
 
   /** Starts Runway with its own connection pool, as configured by {@code db.*}. */
@@ -108,8 +110,11 @@ public final class Runway implements AutoCloseable {
         webhooks = WebhookDispatcher.start(services.webhooks(), database.isSingleProcess());
       }
       String adminKey = null;
+      String setupCode = null;
       if (settings.bootstrapAdminKey() && services.keys().databaseIsEmpty()) {
         adminKey = services.keys().create(DEFAULT_WORKSPACE, "admin", Scope.all(), null, null).key();
+        // With it, the first account to sign up in the console takes the workspace `default`.
+        setupCode = services.accounts().newSetupCode(DEFAULT_WORKSPACE);
       }
       List<String> loaded = new WorkflowFiles(services.workflows()).load(settings.workflowsDir(), DEFAULT_WORKSPACE);
       if (!loaded.isEmpty()) {
@@ -129,7 +134,7 @@ public final class Runway implements AutoCloseable {
       housekeeping.scheduleWithFixedDelay(() -> sweep(services), 1, 10, TimeUnit.MINUTES);
       inFlight.ready();
       return new Runway(services, app, inFlight, settings.shutdownGrace(), engine.get(), webhooks, housekeeping,
-          adminKey);
+          adminKey, setupCode);
     } catch (RuntimeException e) {
       failed.set(true);
       try {
@@ -175,6 +180,11 @@ public final class Runway implements AutoCloseable {
       LOG.warn("CRM change feed pruning failed: {}", e.getMessage());
     }
     try {
+      services.sessions().prune();
+    } catch (RuntimeException e) {
+      LOG.warn("console session pruning failed: {}", e.getMessage());
+    }
+    try {
       int pruned = services.webhooks().prune();
       if (pruned > 0) {
         LOG.info("pruned {} webhook deliveries past webhooks.retention_hours", pruned);
@@ -197,6 +207,11 @@ public final class Runway implements AutoCloseable {
   /** The admin key made on the first start of an empty database, if this start made one. */
   public Optional<String> firstAdminKey() {
     return Optional.ofNullable(firstAdminKey);
+  }
+
+  /** The console setup code for workspace `default`, made with the first admin key. */
+  public Optional<String> firstSetupCode() {
+    return Optional.ofNullable(firstSetupCode);
   }
 
   /**

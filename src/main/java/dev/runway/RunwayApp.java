@@ -3,6 +3,7 @@ package dev.runway;
 import dev.runway.agent.AgentRoutes;
 import dev.runway.auth.Scope;
 import dev.runway.config.ServerSettings;
+import dev.runway.console.ConsoleRoutes;
 import dev.runway.crm.CrmRoutes;
 import dev.runway.crm.CrmSettings;
 import dev.runway.events.EventStreams;
@@ -54,6 +55,8 @@ public final class RunwayApp {
     WebhookRoutes webhooks = new WebhookRoutes(services.webhooks(), bodies);
     int maxSyncBytes = Math.max(settings.maxBodyBytes(), CrmSettings.MAX_SYNC_BODY_BYTES);
     CrmRoutes crm = new CrmRoutes(services.crm(), settings.crm(), new RequestBodies(maxSyncBytes), resumeOn(threads));
+    ConsoleRoutes console = new ConsoleRoutes(services.accounts(), services.sessions(), services.keys(),
+        settings.console());
     RateLimits limits = settings.rateLimits();
     AuthHandler auth = new AuthHandler(services.keys(), limits, inFlight);
 
@@ -159,6 +162,23 @@ public final class RunwayApp {
       routes.get("/v1/webhook_endpoints/{id}/deliveries", webhooks::deliveries, Scope.ADMIN);
       routes.get("/v1/webhook_deliveries/{id}", webhooks::delivery, Scope.ADMIN);
       routes.post("/v1/webhook_deliveries/{id}/redeliver", webhooks::redeliver, Scope.ADMIN);
+
+      // The console: pages for people, signed in by a session cookie that never reaches /v1.
+      if (settings.console().enabled()) {
+        routes.before("/console", ConsoleRoutes::headers);
+        routes.before("/console/*", ConsoleRoutes::headers);
+        routes.get("/console", console::home);
+        routes.get("/console/static/{file}", console::asset);
+        routes.get("/console/signin", console::signinPage);
+        routes.post("/console/signin", console::signin);
+        routes.get("/console/signup", console::signupPage);
+        routes.post("/console/signup", console::signup);
+        routes.post("/console/signout", console::signout);
+        routes.get("/console/keys", console::keysPage);
+        routes.post("/console/keys", console::createKey);
+        routes.get("/console/keys/{id}/revoke", console::revokePage);
+        routes.post("/console/keys/{id}/revoke", console::revoke);
+      }
     });
   }
 

@@ -3,6 +3,8 @@ package dev.runway;
 import dev.runway.agent.AgentService;
 import dev.runway.auth.ApiKeyService;
 import dev.runway.config.ServerSettings;
+import dev.runway.console.AccountService;
+import dev.runway.console.SessionService;
 import dev.runway.crm.CrmService;
 import dev.runway.db.Database;
 import dev.runway.idempotency.IdempotencyStore;
@@ -15,7 +17,7 @@ import dev.runway.workflow.WorkflowService;
 /** Runway's services over one database, wired with plain constructors. */
 public record Services(Database database, ApiKeyService keys, WorkflowService workflows, RunService runs,
     SecretService secrets, AgentService agents, IdempotencyStore idempotency, CrmService crm,
-    WebhookService webhooks) {
+    WebhookService webhooks, AccountService accounts, SessionService sessions) {
 
   /** {@code runDue} is called when a run became due now, to wake the engine. */
   public static Services over(Database database, ServerSettings settings, Runnable runDue) {
@@ -36,6 +38,8 @@ public record Services(Database database, ApiKeyService keys, WorkflowService wo
         idempotency,
         new CrmService(database.jdbi(), database.committer(), runs, idempotency,
             settings.crm().changesRetention()),
-        new WebhookService(database.jdbi(), database.committer(), secrets::box, settings.webhooks()));
+        new WebhookService(database.jdbi(), database.committer(), secrets::box, settings.webhooks()),
+        new AccountService(database.jdbi(), settings.console()),
+        new SessionService(database.jdbi(), settings.console()));
   }
 }

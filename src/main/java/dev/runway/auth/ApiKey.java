@@ -12,4 +12,10 @@ public record ApiKey(
     String projects,
     Instant createdAt,
     Instant expiresAt,
-    Instant revokedAt) {}
+    Instant revokedAt,
+    String prefix,
+    Instant lastUsedAt) {
+
+  /** How many characters of a key its record keeps to show ("wsk_" and four more). */
+  public static final int PREFIX_LENGTH = 8;
+}

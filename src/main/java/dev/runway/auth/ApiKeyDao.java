@@ -10,8 +10,8 @@ import org.jdbi.v3.sqlobject.statement.SqlUpdate;
 
 @RegisterConstructorMapper(ApiKey.class)
 public interface ApiKeyDao {
-  @SqlUpdate("INSERT INTO api_key (id, workspace_id, name, key_hash, scopes, projects, created_at, expires_at, revoked_at) "
-      + "VALUES (:id, :workspaceId, :name, :keyHash, :scopes, :projects, :createdAt, :expiresAt, :revokedAt)")
+  @SqlUpdate("INSERT INTO api_key (id, workspace_id, name, key_hash, scopes, projects, created_at, expires_at, revoked_at, "
+      + "prefix) VALUES (:id, :workspaceId, :name, :keyHash, :scopes, :projects, :createdAt, :expiresAt, :revokedAt, :prefix)")
   void insert(@BindMethods ApiKey key);
 
   @SqlQuery("SELECT * FROM api_key WHERE key_hash = :keyHash")
@@ -25,4 +25,7 @@ public interface ApiKeyDao {
 
   @SqlUpdate("UPDATE api_key SET revoked_at = :at WHERE id = :id AND revoked_at IS NULL")
   int revoke(String id, Instant at);
+
+  @SqlUpdate("UPDATE api_key SET last_used_at = :at WHERE id = :id")
+  void used(String id, Instant at);
 }

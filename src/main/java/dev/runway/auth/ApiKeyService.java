@@ -20,7 +20,11 @@ import org.jdbi.v3.core.Jdbi;
 /** Creates, lists, revokes and checks API keys. */
 public final class ApiKeyService {
   private final Jdbi jdbi;
+  private static final org.slf4j.Logger LOG = org.slf4j.LoggerFactory.getLogger(ApiKeyService.class);
+  private static final long USE_NOTED_EVERY_NANOS = java.util.concurrent.TimeUnit.MINUTES.toNanos(1);
   private final long cacheNanos;
+  /** When each key's use was last written (as many entries as valid keys used on this instance). */
+  private final java.util.concurrent.ConcurrentHashMap<String, Long> lastNoted = new java.util.concurrent.ConcurrentHashMap<>();
   /** Keys by hash (about 1 MB), kept for {@code cacheNanos} so most requests need no database read to authenticate. */
   private final WeighedCache<String, Cached> cache = new WeighedCache<>(1_000_000, (hash, cached) ->
       hash.length() + cached.key().name().length() + cached.key().scopes().length()
@@ -76,6 +80,8 @@ public final class ApiKeyService {
         projects == null ? null : String.join(",", projects),
         now,
         validFor == null ? null : now.plus(validFor),
+        null,
+        key.substring(0, ApiKey.PREFIX_LENGTH),
         null);
     // Two first keys of one workspace race to create it; the loser retries and finds it.
     SqlErrors.retryOnUniqueViolation(() -> jdbi.inTransaction(h -> {
@@ -118,7 +124,26 @@ public final class ApiKeyService {
     if (key.expiresAt() != null && !now.isBefore(key.expiresAt())) {
       return new Verdict(null, Refusal.EXPIRED);
     }
+    noteUse(key.id());
     return new Verdict(cached.principal(), null);
+  }
+
+  /**
+   * Records that the key was used (the console shows when), at most once a minute per key and
+   * instance: a write on every request would cost the API its speed. A failed write only loses the time.
+   */
+  private void noteUse(String keyId) {
+    long now = System.nanoTime();
+    Long last = lastNoted.get(keyId);
+    if (last != null && now - last < USE_NOTED_EVERY_NANOS) {
+      return;
+    }
+    lastNoted.put(keyId, now);
+    try {
+      jdbi.useExtension(ApiKeyDao.class, dao -> dao.used(keyId, Time.now()));
+    } catch (RuntimeException e) {
+      LOG.debug("could not record the use of key {}: {}", keyId, e.toString());
+    }
   }
 
   /** The key with this hash, from the cache while fresh, else from the database. Unknown keys are not cached. */

@@ -107,7 +107,7 @@ public final class KeysCommand {
     return scopes;
   }
 
-  private static String required(Map<String, String> options, String name) {
+  static String required(Map<String, String> options, String name) {
     String value = options.get(name);
     if (value == null) {
       throw new IllegalArgumentException("--" + name + " is required");
@@ -115,7 +115,7 @@ public final class KeysCommand {
     return value;
   }
 
-  private static Map<String, String> options(List<String> args, Set<String> known) {
+  static Map<String, String> options(List<String> args, Set<String> known) {
     Map<String, String> options = new HashMap<>();
     List<String> queue = new ArrayList<>(args);
     while (!queue.isEmpty()) {

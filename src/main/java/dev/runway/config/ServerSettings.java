@@ -1,5 +1,6 @@
 package dev.runway.config;
 
+import dev.runway.console.ConsoleSettings;
 import dev.runway.crm.CrmSettings;
 import dev.runway.engine.EngineSettings;
 import dev.runway.events.StreamSettings;
@@ -44,7 +45,8 @@ public record ServerSettings(
     ModelSettings model,
     CrmSettings crm,
     WebhookSettings webhooks,
-    StreamSettings streams) {
+    StreamSettings streams,
+    ConsoleSettings console) {
 
   public static ServerSettings from(Settings s) {
     String url = s.string("db.url");
@@ -93,7 +95,8 @@ public record ServerSettings(
         ModelSettings.from(s),
         CrmSettings.from(s),
         WebhookSettings.from(s),
-        StreamSettings.from(s));
+        StreamSettings.from(s),
+        ConsoleSettings.from(s));
   }
 
   private static boolean isKey(String base64) {

@@ -102,6 +102,13 @@ public final class Api {
     JavalinTest.test(RunwayApp.create(services(), changed), (server, client) -> body.accept(new Http(client, key)));
   }
 
+  /** Like {@link #testWith}, on services of their own made with the changed settings (for settings the services read). */
+  public void testWithServices(java.util.function.UnaryOperator<dev.runway.config.Settings> change, HttpTest body) {
+    dev.runway.config.ServerSettings server = dev.runway.config.ServerSettings.from(change.apply(opened.settings()));
+    Services own = Services.over(services().database(), server, () -> { });
+    JavalinTest.test(RunwayApp.create(own, server), (s, client) -> body.accept(new Http(client, key)));
+  }
+
   /**
    * Like {@link #test}, on services of its own with some settings changed (loopback receivers
    * allowed, quick retries first) and a webhook dispatcher running beside the app.

@@ -1,0 +1,240 @@
+package dev.runway.console;
+
+import dev.runway.auth.WorkspaceDao;
+import dev.runway.core.Ids;
+import dev.runway.core.Sha256;
+import dev.runway.core.Slugs;
+import dev.runway.core.Time;
+import dev.runway.db.SqlErrors;
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.InputStreamReader;
+import java.io.UncheckedIOException;
+import java.nio.charset.StandardCharsets;
+import java.security.MessageDigest;
+import java.security.SecureRandom;
+import java.time.Instant;
+import java.util.HashSet;
+import java.util.Locale;
+import java.util.Optional;
+import java.util.Set;
+import java.util.regex.Pattern;
+import org.jdbi.v3.core.Jdbi;
+
+/**
+ * Console accounts: sign-up (an account and a workspace of its own, or the first start's workspace
+ * with its setup code), sign-in with a lockout after failures in a row, and the command line's
+ * create and reset-password. The rules for passwords are here; their hashing is PasswordHasher's.
+ */
+public final class AccountService {
+  public static final int MIN_PASSWORD_LENGTH = 12;
+  private static final int MAX_PASSWORD_LENGTH = 1000;
+  private static final int MAX_EMAIL_LENGTH = 254;
+  private static final Pattern EMAIL = Pattern.compile("[^@\\s]+@[^@\\s]+\\.[^@\\s.]+");
+  private static final SecureRandom RANDOM = new SecureRandom();
+  private static final Set<String> COMMON_PASSWORDS = loadCommonPasswords();
+
+  private final Jdbi jdbi;
+  private final PasswordHasher hasher;
+  private final ConsoleSettings settings;
+
+  public AccountService(Jdbi jdbi, ConsoleSettings settings) {
+    this.jdbi = jdbi;
+    this.settings = settings;
+    this.hasher = new PasswordHasher(settings.maxConcurrentHashes(), java.time.Duration.ofSeconds(5));
+  }
+
+  /** Thrown when the hashing places stay taken: the page asks the person to try again shortly. */
+  public static boolean isBusy(RuntimeException e) {
+    return e instanceof PasswordHasher.Busy;
+  }
+
+  /**
+   * A new account with a workspace of its own; with the right {@code setupCode} (printed at first
+   * start, usable once), the account takes the workspace that code was made for instead.
+   */
+  public Account signUp(String email, String password, String setupCode) {
+    String normalized = checkEmail(email);
+    checkPassword(password, normalized);
+    String claimed = setupCode == null || setupCode.isBlank() ? null : claimableWorkspace(setupCode.strip());
+    String hash = hasher.hash(password);
+    Instant now = Time.now();
+    return SqlErrors.retryOnUniqueViolation(() -> jdbi.inTransaction(h -> {
+      AccountDao accounts = h.attach(AccountDao.class);
+      if (accounts.findByEmail(normalized).isPresent()) {
+        throw new ConsoleException(409, "email", "An account with this email exists already. Sign in instead.");
+      }
+      String workspace = claimed;
+      if (workspace != null) {
+        // Used once: the code's row goes in the same transaction as the account.
+        if (h.createUpdate("DELETE FROM console_setup_code WHERE workspace_id = :ws").bind("ws", workspace).execute() != 1) {
+          throw new ConsoleException(400, "setup_code", "This setup code has been used already.");
+        }
+      } else {
+        workspace = newWorkspaceId(normalized);
+        h.attach(WorkspaceDao.class).insert(workspace, now);
+      }
+      Account account = new Account(Ids.newId("acct", now.toEpochMilli()), normalized, hash, workspace, now, 0, null);
+      accounts.insert(account);
+      return account;
+    }));
+  }
+
+  /** The account if the password is right; else 401 without telling whether the email has an account. */
+  public Account signIn(String email, String password) {
+    String normalized = email == null ? "" : email.strip().toLowerCase(Locale.ROOT);
+    String given = password == null ? "" : password;
+    if (given.length() > MAX_PASSWORD_LENGTH) {
+      throw wrongCredentials();
+    }
+    Optional<Account> found = jdbi.withExtension(AccountDao.class, dao -> dao.findByEmail(normalized));
+    if (found.isEmpty()) {
+      hasher.verifyDecoy(given); // as long as a known email's check
+      throw wrongCredentials();
+    }
+    Account account = found.get();
+    Instant now = Time.now();
+    if (account.lockedUntil() != null && now.isBefore(account.lockedUntil())) {
+      throw locked(account.lockedUntil(), now);
+    }
+    if (!hasher.verify(given, account.passwordHash())) {
+      jdbi.useExtension(AccountDao.class, dao -> dao.failed(account.id(), settings.lockoutFailures(),
+          now.plus(settings.lockout())));
+      throw wrongCredentials();
+    }
+    if (account.failedSignins() > 0) {
+      jdbi.useExtension(AccountDao.class, dao -> dao.signedIn(account.id()));
+    }
+    return account;
+  }
+
+  public Optional<Account> find(String accountId) {
+    return jdbi.withExtension(AccountDao.class, dao -> dao.find(accountId));
+  }
+
+  /** An account from the command line, in the workspace named (made if new). */
+  public Account create(String email, String password, String workspaceId) {
+    if (!Slugs.isSlug(workspaceId)) {
+      throw new ConsoleException(400, "workspace", "the workspace must be a slug: " + Slugs.RULE);
+    }
+    String normalized = checkEmail(email);
+    checkPassword(password, normalized);
+    String hash = hasher.hash(password);
+    Instant now = Time.now();
+    return SqlErrors.retryOnUniqueViolation(() -> jdbi.inTransaction(h -> {
+      AccountDao accounts = h.attach(AccountDao.class);
+      if (accounts.findByEmail(normalized).isPresent()) {
+        throw new ConsoleException(409, "email", "an account with this email exists already");
+      }
+      h.attach(WorkspaceDao.class).ensure(workspaceId, now);
+      Account account = new Account(Ids.newId("acct", now.toEpochMilli()), normalized, hash, workspaceId, now, 0, null);
+      accounts.insert(account);
+      return account;
+    }));
+  }
+
+  /** Sets a new password from the command line; the account's sessions end and its lockout lifts. */
+  public void resetPassword(String email, String password) {
+    String normalized = email == null ? "" : email.strip().toLowerCase(Locale.ROOT);
+    Account account = jdbi.withExtension(AccountDao.class, dao -> dao.findByEmail(normalized))
+        .orElseThrow(() -> new ConsoleException(404, "email", "no account has the email " + normalized));
+    checkPassword(password, normalized);
+    String hash = hasher.hash(password);
+    jdbi.useTransaction(h -> {
+      h.attach(AccountDao.class).setPassword(account.id(), hash);
+      h.attach(SessionDao.class).deleteOfAccount(account.id());
+    });
+  }
+
+  /**
+   * A one-time code with which the first account to sign up takes {@code workspaceId} (the first
+   * start's workspace); only its hash is stored.
+   */
+  public String newSetupCode(String workspaceId) {
+    byte[] bytes = new byte[15];
+    RANDOM.nextBytes(bytes);
+    String code = java.util.Base64.getUrlEncoder().withoutPadding().encodeToString(bytes);
+    jdbi.useHandle(h -> {
+      h.createUpdate("DELETE FROM console_setup_code WHERE workspace_id = :ws").bind("ws", workspaceId).execute();
+      h.createUpdate("INSERT INTO console_setup_code (workspace_id, code_hash, created_at) VALUES (:ws, :hash, :at)")
+          .bind("ws", workspaceId).bind("hash", Sha256.hex(code)).bind("at", Time.now()).execute();
+    });
+    return code;
+  }
+
+  private String claimableWorkspace(String code) {
+    String hash = Sha256.hex(code);
+    return jdbi.withHandle(h -> h.createQuery("SELECT workspace_id, code_hash FROM console_setup_code")
+            .map((rs, c) -> MessageDigest.isEqual(hash.getBytes(StandardCharsets.US_ASCII),
+                rs.getString("code_hash").getBytes(StandardCharsets.US_ASCII)) ? rs.getString("workspace_id") : null)
+            .list()).stream().filter(java.util.Objects::nonNull).findFirst()
+        .orElseThrow(() -> new ConsoleException(400, "setup_code",
+            "This setup code is not valid (it may have been used already). Leave it empty to get a workspace of your own."));
+  }
+
+  static String checkEmail(String email) {
+    String normalized = email == null ? "" : email.strip().toLowerCase(Locale.ROOT);
+    if (normalized.isEmpty()) {
+      throw new ConsoleException(400, "email", "Enter your email address.");
+    }
+    if (normalized.length() > MAX_EMAIL_LENGTH || !EMAIL.matcher(normalized).matches()
+        || normalized.chars().anyMatch(ch -> ch < 0x20 || ch == 0x7f)) {
+      throw new ConsoleException(400, "email", "Enter an email address like name@example.com.");
+    }
+    return normalized;
+  }
+
+  static void checkPassword(String password, String email) {
+    if (password == null || password.codePointCount(0, password.length()) < MIN_PASSWORD_LENGTH) {
+      throw new ConsoleException(400, "password", "Use at least " + MIN_PASSWORD_LENGTH + " characters.");
+    }
+    if (password.length() > MAX_PASSWORD_LENGTH) {
+      throw new ConsoleException(400, "password", "Use at most " + MAX_PASSWORD_LENGTH + " characters.");
+    }
+    String lower = password.toLowerCase(Locale.ROOT);
+    if (COMMON_PASSWORDS.contains(lower) || lower.equals(email)) {
+      throw new ConsoleException(400, "password",
+          "This password is among the most common ones, which are tried first. Choose another.");
+    }
+  }
+
+  private static ConsoleException wrongCredentials() {
+    return new ConsoleException(401, null, "Wrong email or password.");
+  }
+
+  static ConsoleException locked(Instant until, Instant now) {
+    long minutes = Math.max(1, (java.time.Duration.between(now, until).toSeconds() + 59) / 60);
+    return new ConsoleException(429, null, "Too many failed sign-ins. Try again in " + minutes
+        + (minutes == 1 ? " minute." : " minutes."));
+  }
+
+  private static String newWorkspaceId(String email) {
+    String local = email.substring(0, email.indexOf('@')).replaceAll("[^a-z0-9_-]+", "-").replaceAll("^[-_]+", "");
+    if (local.length() > 40) {
+      local = local.substring(0, 40);
+    }
+    String random = Ids.newId("w");
+    String suffix = random.substring(random.length() - 6); // the random end of the id
+    String id = (local.isEmpty() ? "ws" : local) + "-" + suffix;
+    return id.toLowerCase(Locale.ROOT);
+  }
+
+  private static Set<String> loadCommonPasswords() {
+    Set<String> words = new HashSet<>(65_536);
+    try (InputStream in = AccountService.class.getResourceAsStream("/console/common-passwords.txt")) {
+      if (in == null) {
+        throw new IllegalStateException("console/common-passwords.txt is missing from the jar");
+      }
+      BufferedReader reader = new BufferedReader(new InputStreamReader(in, StandardCharsets.UTF_8));
+      for (String line; (line = reader.readLine()) != null; ) {
+        if (!line.isEmpty() && !line.startsWith("#")) {
+          words.add(line);
+        }
+      }
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+    return Set.copyOf(words);
+  }
+}

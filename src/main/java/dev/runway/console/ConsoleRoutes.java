@@ -1,0 +1,452 @@
+package dev.runway.console;
+
+import dev.runway.auth.ApiKey;
+import dev.runway.auth.ApiKeyService;
+import dev.runway.auth.Scope;
+import dev.runway.core.Slugs;
+import dev.runway.core.Time;
+import dev.runway.http.RateLimiter;
+import gg.jte.ContentType;
+import gg.jte.TemplateEngine;
+import gg.jte.output.StringOutput;
+import io.javalin.http.Context;
+import io.javalin.http.HttpStatus;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.UncheckedIOException;
+import java.net.URI;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.EnumSet;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+
+/**
+ * The console's pages: sign-up, sign-in and out, and the workspace's API keys. Each handler finds
+ * the session, checks a form's CSRF token (and its Origin), calls the services the API uses, and
+ * renders a page or redirects after a post (Post/Redirect/Get). Pages are JTE templates compiled at
+ * build time (src/main/jte), which escape what they show.
+ */
+public final class ConsoleRoutes {
+  static final String COOKIE = "runway_session";
+  private static final String CSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
+      + "connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
+  private static final Map<String, String> ASSETS = Map.of(
+      "console.css", "text/css; charset=utf-8",
+      "console.js", "text/javascript; charset=utf-8");
+  private static final Map<Scope, String> SCOPES = scopeDescriptions();
+  private static final Set<String> EXPIRIES = Set.of("never", "7", "30", "90", "365");
+
+  private final AccountService accounts;
+  private final SessionService sessions;
+  private final ApiKeyService keys;
+  private final ConsoleSettings settings;
+  private final RateLimiter perEmail;
+  private final RateLimiter perAddress;
+  private final TemplateEngine templates = TemplateEngine.createPrecompiled(ContentType.Html);
+
+  /** A signed-in request: its session and account. */
+  private record Signed(ConsoleSession session, Account account) {}
+
+  public ConsoleRoutes(AccountService accounts, SessionService sessions, ApiKeyService keys, ConsoleSettings settings) {
+    this.accounts = accounts;
+    this.sessions = sessions;
+    this.keys = keys;
+    this.settings = settings;
+    this.perEmail = new RateLimiter(settings.signinsPerMinutePerEmail() / 60.0, settings.signinsPerMinutePerEmail());
+    this.perAddress = new RateLimiter(settings.signinsPerMinutePerAddress() / 60.0,
+        settings.signinsPerMinutePerAddress());
+  }
+
+  /** Before every console request: a strict Content-Security-Policy, no framing, no referrer to other sites. */
+  public static void headers(Context ctx) {
+    ctx.header("Content-Security-Policy", CSP);
+    ctx.header("X-Frame-Options", "DENY");
+    ctx.header("Referrer-Policy", "same-origin");
+  }
+
+  /** GET /console */
+  public void home(Context ctx) {
+    ctx.redirect(signedIn(ctx).isPresent() ? "/console/keys" : "/console/signin", HttpStatus.SEE_OTHER);
+  }
+
+  /** GET /console/static/{file}: the stylesheet and the few lines of script. */
+  public void asset(Context ctx) {
+    String file = ctx.pathParam("file");
+    String type = ASSETS.get(file);
+    if (type == null) {
+      message(ctx, 404, null, new Views.Message("Not found", "There is no such page.", "/console", "Go to the console"));
+      return;
+    }
+    try (InputStream in = ConsoleRoutes.class.getResourceAsStream("/console/" + file)) {
+      ctx.header("Cache-Control", "public, max-age=300");
+      ctx.contentType(type).result(in.readAllBytes());
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+  }
+
+  /** GET /console/signin */
+  public void signinPage(Context ctx) {
+    if (signedIn(ctx).isPresent()) {
+      ctx.redirect("/console/keys", HttpStatus.SEE_OTHER);
+      return;
+    }
+    ConsoleSession visitor = visitor(ctx);
+    render(ctx, 200, "signin.jte", "frame", frame("Sign in", visitor), "form", form(null, null, null, null));
+  }
+
+  /** POST /console/signin */
+  public void signin(Context ctx) {
+    Optional<ConsoleSession> session = checkedForm(ctx, "signin.jte", "Sign in");
+    if (session.isEmpty()) {
+      return;
+    }
+    String email = ctx.formParam("email");
+    String normalized = email == null ? "" : email.strip().toLowerCase(Locale.ROOT);
+    try {
+      limit(ctx, perAddress, ctx.ip());
+      limit(ctx, perEmail, normalized);
+      Account account = accounts.signIn(email, ctx.formParam("password"));
+      startSignedIn(ctx, session.get(), account);
+    } catch (ConsoleException e) {
+      render(ctx, e.status(), "signin.jte", "frame", frame("Sign in", session.get()),
+          "form", form(e.getMessage(), e.field(), email, null));
+    } catch (RuntimeException e) {
+      if (!AccountService.isBusy(e)) {
+        throw e;
+      }
+      busy(ctx, session.get());
+    }
+  }
+
+  /** GET /console/signup */
+  public void signupPage(Context ctx) {
+    if (signedIn(ctx).isPresent()) {
+      ctx.redirect("/console/keys", HttpStatus.SEE_OTHER);
+      return;
+    }
+    ConsoleSession visitor = visitor(ctx);
+    if (!settings.signupOpen()) {
+      signupClosed(ctx, visitor);
+      return;
+    }
+    render(ctx, 200, "signup.jte", "frame", frame("Sign up", visitor), "form", form(null, null, null, null));
+  }
+
+  /** POST /console/signup */
+  public void signup(Context ctx) {
+    Optional<ConsoleSession> session = checkedForm(ctx, "signup.jte", "Sign up");
+    if (session.isEmpty()) {
+      return;
+    }
+    if (!settings.signupOpen()) {
+      signupClosed(ctx, session.get());
+      return;
+    }
+    String email = ctx.formParam("email");
+    String setupCode = ctx.formParam("setup_code");
+    try {
+      limit(ctx, perAddress, ctx.ip());
+      Account account = accounts.signUp(email, ctx.formParam("password"), setupCode);
+      startSignedIn(ctx, session.get(), account);
+    } catch (ConsoleException e) {
+      render(ctx, e.status(), "signup.jte", "frame", frame("Sign up", session.get()),
+          "form", form(e.getMessage(), e.field(), email, setupCode));
+    } catch (RuntimeException e) {
+      if (!AccountService.isBusy(e)) {
+        throw e;
+      }
+      busy(ctx, session.get());
+    }
+  }
+
+  /** POST /console/signout */
+  public void signout(Context ctx) {
+    Optional<ConsoleSession> session = sessions.find(ctx.cookie(COOKIE));
+    if (session.isPresent() && csrfOk(ctx, session.get())) {
+      sessions.end(session.get());
+    } else if (session.isPresent()) {
+      forbidden(ctx, session.get());
+      return;
+    }
+    setCookie(ctx, "", 0);
+    ctx.redirect("/console/signin", HttpStatus.SEE_OTHER);
+  }
+
+  /** GET /console/keys */
+  public void keysPage(Context ctx) {
+    Optional<Signed> signed = requireSignedIn(ctx);
+    if (signed.isEmpty()) {
+      return;
+    }
+    String notice = null;
+    String revoked = ctx.queryParam("revoked");
+    if (revoked != null) {
+      notice = keyOf(signed.get(), revoked).map(k -> "Key “" + k.name() + "” revoked: it is refused from now on.")
+          .orElse(null);
+    }
+    renderKeys(ctx, 200, signed.get(), null, null, null, null, null, null, notice);
+  }
+
+  /** POST /console/keys: makes a key and shows it, this once. */
+  public void createKey(Context ctx) {
+    Optional<Signed> signed = requireSignedInForm(ctx);
+    if (signed.isEmpty()) {
+      return;
+    }
+    String name = ctx.formParam("name") == null ? "" : ctx.formParam("name").strip();
+    List<String> scopeNames = ctx.formParams("scope");
+    String projectsText = ctx.formParam("projects") == null ? "" : ctx.formParam("projects").strip();
+    String expiry = ctx.formParam("expiry") == null ? "never" : ctx.formParam("expiry");
+    try {
+      if (name.isEmpty() || name.length() > 200) {
+        throw new ConsoleException(400, "name", "Give the key a name of 1 to 200 characters, e.g. what uses it.");
+      }
+      EnumSet<Scope> scopes = EnumSet.noneOf(Scope.class);
+      for (String s : scopeNames) {
+        scopes.add(Scope.parse(s).orElseThrow(() -> new ConsoleException(400, "scope", "Unknown scope " + s + ".")));
+      }
+      if (scopes.isEmpty()) {
+        throw new ConsoleException(400, "scope", "Choose at least one scope.");
+      }
+      List<String> projects = null;
+      if (!projectsText.isEmpty()) {
+        projects = new ArrayList<>();
+        for (String p : projectsText.split("[,\\s]+")) {
+          if (!Slugs.isSlug(p)) {
+            throw new ConsoleException(400, "projects", "Project “" + p + "” is not a valid name: " + Slugs.RULE + ".");
+          }
+          projects.add(p);
+        }
+      }
+      if (!EXPIRIES.contains(expiry)) {
+        throw new ConsoleException(400, "expiry", "Choose when the key expires.");
+      }
+      Duration validFor = expiry.equals("never") ? null : Duration.ofDays(Integer.parseInt(expiry));
+      ApiKeyService.CreatedKey made = keys.create(signed.get().account().workspaceId(), name, scopes, projects, validFor);
+      String curl = "curl -s -X POST " + origin(ctx) + "/v1/workflows/hello/runs \\\n"
+          + "  -H \"Authorization: Bearer " + made.key() + "\" \\\n"
+          + "  -H \"Content-Type: application/json\" -d '{\"project\": \"demo\"}'";
+      render(ctx, 201, "key_created.jte", "frame", frame("New key", signed.get(), "keys"),
+          "page", new Views.KeyCreated(name, made.key(), curl));
+    } catch (ConsoleException e) {
+      renderKeys(ctx, e.status(), signed.get(), scopeNames, name, projectsText, expiry, e.getMessage(), e.field(), null);
+    }
+  }
+
+  /** GET /console/keys/{id}/revoke: asks to confirm. */
+  public void revokePage(Context ctx) {
+    Optional<Signed> signed = requireSignedIn(ctx);
+    if (signed.isEmpty()) {
+      return;
+    }
+    Optional<ApiKey> key = keyOf(signed.get(), ctx.pathParam("id")).filter(k -> k.revokedAt() == null);
+    if (key.isEmpty()) {
+      keyNotFound(ctx, signed.get());
+      return;
+    }
+    render(ctx, 200, "revoke.jte", "frame", frame("Revoke key", signed.get(), "keys"),
+        "key", Views.KeyRow.of(key.get(), Time.now()));
+  }
+
+  /** POST /console/keys/{id}/revoke */
+  public void revoke(Context ctx) {
+    Optional<Signed> signed = requireSignedInForm(ctx);
+    if (signed.isEmpty()) {
+      return;
+    }
+    Optional<ApiKey> key = keyOf(signed.get(), ctx.pathParam("id"));
+    if (key.isEmpty()) {
+      keyNotFound(ctx, signed.get());
+      return;
+    }
+    keys.revoke(key.get().id());
+    ctx.redirect("/console/keys?revoked=" + key.get().id(), HttpStatus.SEE_OTHER);
+  }
+
+  // ---------------------------------------------------------------- sessions and forms
+
+  /** The signed-in session of the request, if any (an account deleted since ends it). */
+  private Optional<Signed> signedIn(Context ctx) {
+    return sessions.find(ctx.cookie(COOKIE)).filter(ConsoleSession::signedIn)
+        .flatMap(s -> accounts.find(s.accountId()).map(a -> new Signed(s, a)));
+  }
+
+  /** The signed-in request, else a redirect to the sign-in page (and empty). */
+  private Optional<Signed> requireSignedIn(Context ctx) {
+    Optional<Signed> signed = signedIn(ctx);
+    if (signed.isEmpty()) {
+      ctx.redirect("/console/signin", HttpStatus.SEE_OTHER);
+    }
+    return signed;
+  }
+
+  /** Like {@link #requireSignedIn}, for a form post: its CSRF token and Origin checked too (else 403). */
+  private Optional<Signed> requireSignedInForm(Context ctx) {
+    Optional<Signed> signed = requireSignedIn(ctx);
+    if (signed.isPresent() && !csrfOk(ctx, signed.get().session())) {
+      forbidden(ctx, signed.get().session());
+      return Optional.empty();
+    }
+    return signed;
+  }
+
+  /** The visitor's session (made, with its cookie, if it has none): the forms carry its CSRF token. */
+  private ConsoleSession visitor(Context ctx) {
+    Optional<ConsoleSession> found = sessions.find(ctx.cookie(COOKIE));
+    if (found.isPresent()) {
+      return found.get();
+    }
+    SessionService.Started started = sessions.visitor();
+    setCookie(ctx, started.cookie(), Duration.ofHours(1).toSeconds());
+    return started.session();
+  }
+
+  /**
+   * The session of a sign-in or sign-up post whose token and Origin check out; else the form again
+   * (with a fresh session if it had expired) saying why, and empty.
+   */
+  private Optional<ConsoleSession> checkedForm(Context ctx, String template, String title) {
+    Optional<ConsoleSession> session = sessions.find(ctx.cookie(COOKIE));
+    if (session.isPresent() && csrfOk(ctx, session.get())) {
+      return session;
+    }
+    ConsoleSession fresh = session.isPresent() ? session.get() : visitor(ctx);
+    render(ctx, 403, template, "frame", frame(title, fresh), "form", form("This form had expired or did not come from "
+        + "this site. Please send it again.", null, ctx.formParam("email"), null));
+    return Optional.empty();
+  }
+
+  /** The form's token is the session's (constant time), and a browser's Origin, when sent, is this site. */
+  private static boolean csrfOk(Context ctx, ConsoleSession session) {
+    String origin = ctx.header("Origin");
+    if (origin != null) {
+      String host = ctx.header("Host");
+      try {
+        URI uri = URI.create(origin);
+        if (host == null || uri.getRawAuthority() == null || !uri.getRawAuthority().equalsIgnoreCase(host)) {
+          return false;
+        }
+      } catch (IllegalArgumentException e) {
+        return false;
+      }
+    }
+    return SessionService.csrfMatches(session, ctx.formParam("csrf"));
+  }
+
+  private void startSignedIn(Context ctx, ConsoleSession visitor, Account account) {
+    sessions.end(visitor); // a new id at sign-in: an id someone planted before it signs no one in
+    SessionService.Started started = sessions.signIn(account.id());
+    setCookie(ctx, started.cookie(), settings.sessionMax().toSeconds());
+    ctx.redirect("/console/keys", HttpStatus.SEE_OTHER);
+  }
+
+  private void setCookie(Context ctx, String value, long maxAgeSeconds) {
+    boolean secure = settings.secureCookies() || "https".equalsIgnoreCase(ctx.scheme());
+    ctx.res().addHeader("Set-Cookie", COOKIE + "=" + value + "; Path=/console; Max-Age=" + maxAgeSeconds
+        + "; HttpOnly; SameSite=Lax" + (secure ? "; Secure" : ""));
+  }
+
+  private static void limit(Context ctx, RateLimiter limiter, String name) {
+    RateLimiter.Quota quota = limiter.take(name);
+    if (!quota.allowed()) {
+      ctx.header("Retry-After", String.valueOf(quota.retryAfterSeconds()));
+      throw new ConsoleException(429, null, "Too many attempts. Try again in " + quota.retryAfterSeconds()
+          + (quota.retryAfterSeconds() == 1 ? " second." : " seconds."));
+    }
+  }
+
+  // ---------------------------------------------------------------- pages
+
+  private Views.Frame frame(String title, ConsoleSession visitor) {
+    return new Views.Frame(title, null, null, visitor.csrfToken(), null);
+  }
+
+  private Views.Frame frame(String title, Signed signed, String nav) {
+    return new Views.Frame(title, signed.account().email(), signed.account().workspaceId(),
+        signed.session().csrfToken(), nav);
+  }
+
+  private Views.Form form(String error, String field, String email, String setupCode) {
+    return new Views.Form(error, field, email, setupCode, settings.signupOpen());
+  }
+
+  private Optional<ApiKey> keyOf(Signed signed, String keyId) {
+    return keys.find(keyId).filter(k -> k.workspaceId().equals(signed.account().workspaceId()));
+  }
+
+  private void renderKeys(Context ctx, int status, Signed signed, List<String> checked, String name, String projects,
+      String expiry, String error, String field, String notice) {
+    Instant now = Time.now();
+    List<Views.KeyRow> rows = keys.list(signed.account().workspaceId()).stream()
+        .sorted((a, b) -> b.createdAt().compareTo(a.createdAt())).map(k -> Views.KeyRow.of(k, now)).toList();
+    List<Views.ScopeOption> scopes = SCOPES.entrySet().stream().map(e -> new Views.ScopeOption(e.getKey().wireName(),
+        e.getValue(), checked == null ? e.getKey() != Scope.ADMIN : checked.contains(e.getKey().wireName()))).toList();
+    render(ctx, status, "keys.jte", "frame", frame("API keys", signed, "keys"), "page",
+        new Views.Keys(rows, scopes, name, projects, expiry == null ? "never" : expiry, error, field, notice));
+  }
+
+  private void keyNotFound(Context ctx, Signed signed) {
+    message(ctx, 404, frame("Not found", signed, "keys"), new Views.Message("No such key",
+        "This workspace has no active key with that id.", "/console/keys", "Back to the keys"));
+  }
+
+  private void forbidden(Context ctx, ConsoleSession session) {
+    message(ctx, 403, new Views.Frame("Refused", null, null, session.csrfToken(), null), new Views.Message(
+        "This form had expired", "It did not carry this session's token, or came from another site. Go back, reload "
+        + "the page and send it again.", "/console", "Go to the console"));
+  }
+
+  private void busy(Context ctx, ConsoleSession session) {
+    ctx.header("Retry-After", "5");
+    message(ctx, 503, frame("Busy", session), new Views.Message("Busy",
+        "Too many sign-ins at once right now. Try again in a few seconds.", null, null));
+  }
+
+  private void signupClosed(Context ctx, ConsoleSession session) {
+    message(ctx, 403, frame("Sign-up closed", session), new Views.Message("Sign-up is closed",
+        "Accounts on this server are made by its operator (./run.sh accounts create). Ask them for one.",
+        "/console/signin", "Sign in"));
+  }
+
+  private void message(Context ctx, int status, Views.Frame frame, Views.Message message) {
+    render(ctx, status, "message.jte", "frame", frame == null ? new Views.Frame(message.heading(), null, null, "", null)
+        : frame, "message", message);
+  }
+
+  private void render(Context ctx, int status, String template, Object... params) {
+    Map<String, Object> model = new LinkedHashMap<>();
+    for (int i = 0; i < params.length; i += 2) {
+      model.put((String) params[i], params[i + 1]);
+    }
+    StringOutput out = new StringOutput();
+    templates.render(template, model, out);
+    ctx.status(status).contentType("text/html; charset=utf-8").result(out.toString());
+  }
+
+  private static String origin(Context ctx) {
+    String host = ctx.header("Host");
+    return ctx.scheme() + "://" + (host == null ? "127.0.0.1:8080" : host);
+  }
+
+  private static Map<Scope, String> scopeDescriptions() {
+    Map<Scope, String> d = new LinkedHashMap<>();
+    d.put(Scope.RUNS_WRITE, "start and cancel runs");
+    d.put(Scope.RUNS_READ, "read runs, events, workflows and agents");
+    d.put(Scope.APPROVALS_WRITE, "approve and reject runs");
+    d.put(Scope.WORKFLOWS_WRITE, "create and change workflows and agents");
+    d.put(Scope.CRM_WRITE, "sync and delete CRM records");
+    d.put(Scope.CRM_READ, "read CRM records and their changes");
+    d.put(Scope.ADMIN, "secrets and webhook endpoints");
+    if (d.size() != Scope.values().length) {
+      throw new IllegalStateException("every scope needs a description on the keys page");
+    }
+    return d;
+  }
+}
