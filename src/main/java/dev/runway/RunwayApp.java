@@ -4,6 +4,7 @@ import dev.runway.agent.AgentRoutes;
 import dev.runway.auth.Scope;
 import dev.runway.config.ServerSettings;
 import dev.runway.console.ConsoleRoutes;
+import dev.runway.console.RunPages;
 import dev.runway.crm.CrmRoutes;
 import dev.runway.crm.CrmSettings;
 import dev.runway.events.EventStreams;
@@ -57,6 +58,7 @@ public final class RunwayApp {
     CrmRoutes crm = new CrmRoutes(services.crm(), settings.crm(), new RequestBodies(maxSyncBytes), resumeOn(threads));
     ConsoleRoutes console = new ConsoleRoutes(services.accounts(), services.sessions(), services.keys(),
         settings.console());
+    RunPages runPages = new RunPages(console, services.runs(), services.workflows(), services.agents());
     RateLimits limits = settings.rateLimits();
     AuthHandler auth = new AuthHandler(services.keys(), limits, inFlight);
 
@@ -178,6 +180,10 @@ public final class RunwayApp {
         routes.post("/console/keys", console::createKey);
         routes.get("/console/keys/{id}/revoke", console::revokePage);
         routes.post("/console/keys/{id}/revoke", console::revoke);
+        routes.get("/console/runs", runPages::list);
+        routes.get("/console/runs/{id}", runPages::show);
+        routes.post("/console/runs/{id}/{action}", runPages::decide);
+        routes.get("/console/workflows", runPages::definitions);
       }
     });
   }

@@ -51,7 +51,7 @@ public final class ConsoleRoutes {
   private final TemplateEngine templates = TemplateEngine.createPrecompiled(ContentType.Html);
 
   /** A signed-in request: its session and account. */
-  private record Signed(ConsoleSession session, Account account) {}
+  record Signed(ConsoleSession session, Account account) {}
 
   public ConsoleRoutes(AccountService accounts, SessionService sessions, ApiKeyService keys, ConsoleSettings settings) {
     this.accounts = accounts;
@@ -279,7 +279,7 @@ public final class ConsoleRoutes {
   }
 
   /** The signed-in request, else a redirect to the sign-in page (and empty). */
-  private Optional<Signed> requireSignedIn(Context ctx) {
+  Optional<Signed> requireSignedIn(Context ctx) {
     Optional<Signed> signed = signedIn(ctx);
     if (signed.isEmpty()) {
       ctx.redirect("/console/signin", HttpStatus.SEE_OTHER);
@@ -288,7 +288,7 @@ public final class ConsoleRoutes {
   }
 
   /** Like {@link #requireSignedIn}, for a form post: its CSRF token and Origin checked too (else 403). */
-  private Optional<Signed> requireSignedInForm(Context ctx) {
+  Optional<Signed> requireSignedInForm(Context ctx) {
     Optional<Signed> signed = requireSignedIn(ctx);
     if (signed.isPresent() && !csrfOk(ctx, signed.get().session())) {
       forbidden(ctx, signed.get().session());
@@ -368,7 +368,7 @@ public final class ConsoleRoutes {
     return new Views.Frame(title, null, null, visitor.csrfToken(), null);
   }
 
-  private Views.Frame frame(String title, Signed signed, String nav) {
+  Views.Frame frame(String title, Signed signed, String nav) {
     return new Views.Frame(title, signed.account().email(), signed.account().workspaceId(),
         signed.session().csrfToken(), nav);
   }
@@ -415,12 +415,12 @@ public final class ConsoleRoutes {
         "/console/signin", "Sign in"));
   }
 
-  private void message(Context ctx, int status, Views.Frame frame, Views.Message message) {
+  void message(Context ctx, int status, Views.Frame frame, Views.Message message) {
     render(ctx, status, "message.jte", "frame", frame == null ? new Views.Frame(message.heading(), null, null, "", null)
         : frame, "message", message);
   }
 
-  private void render(Context ctx, int status, String template, Object... params) {
+  void render(Context ctx, int status, String template, Object... params) {
     Map<String, Object> model = new LinkedHashMap<>();
     for (int i = 0; i < params.length; i += 2) {
       model.put((String) params[i], params[i + 1]);

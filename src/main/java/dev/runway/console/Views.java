@@ -1,6 +1,12 @@
 package dev.runway.console;
 
+import com.fasterxml.jackson.databind.JsonNode;
 import dev.runway.auth.ApiKey;
+import dev.runway.core.Json;
+import dev.runway.engine.Event;
+import dev.runway.run.Run;
+import dev.runway.run.RunMessage;
+import dev.runway.run.RunStatus;
 import java.time.Instant;
 import java.time.ZoneOffset;
 import java.time.format.DateTimeFormatter;
@@ -56,6 +62,83 @@ public final class Views {
 
   /** A page with one message: an error, a refusal, a wait. */
   public record Message(String heading, String text, String link, String linkText) {}
+
+  /** One run in the list. */
+  public record RunRow(String id, String kind, String what, String project, String status, String created,
+      String updated) {
+    static RunRow of(Run run) {
+      return new RunRow(run.id(), run.kind(), run.isAgent() ? run.agentId() : run.workflowId(), run.project(),
+          run.status(), time(run.createdAt()), time(run.updatedAt()));
+    }
+  }
+
+  /** The runs page: a page of runs, the filters, the next page's link, and how often it reloads (0: never). */
+  public record Runs(List<RunRow> runs, String status, String kind, boolean paged, String next, int refresh) {
+    public List<String> statuses() {
+      return java.util.Arrays.stream(RunStatus.values()).map(RunStatus::wireName).toList();
+    }
+  }
+
+  public record StepRow(String index, String type, String status, String attempts, String finished, String output) {}
+
+  public record EventRow(String id, String time, String type, String actor, String data) {}
+
+  public record MessageRow(String role, String text) {}
+
+  /** One run: its record, steps (a workflow run) or transcript (an agent run), events, and what may be done. */
+  public record RunDetail(String id, String kind, String what, String project, String status, String created,
+      String updated, String finished, String inputs, String approval, String failure, List<StepRow> steps,
+      List<MessageRow> transcript, List<EventRow> events, String error, int refresh) {
+
+    static RunDetail of(Run run, List<Event> events, List<RunMessage> messages, String error, int refresh) {
+      List<StepRow> steps = new java.util.ArrayList<>();
+      if (!run.isAgent() && run.steps() != null) {
+        for (JsonNode step : Json.tree(run.steps())) {
+          steps.add(new StepRow(step.path("index").asText(), step.path("type").asText(), step.path("status").asText(),
+              step.path("attempts").isArray() ? String.valueOf(step.path("attempts").size())
+                  : step.path("attempts").asText(""),
+              step.path("finished_at").isTextual() ? step.path("finished_at").asText().replace('T', ' ') : "",
+              step.path("output").isMissingNode() || step.path("output").isNull() ? "" : shorten(step.path("output"))));
+        }
+      }
+      List<MessageRow> transcript = messages.stream().map(m -> new MessageRow(m.role(),
+          m.content() != null ? m.content() : m.toolCalls() != null ? "calls " + m.toolCalls() : "")).toList();
+      List<EventRow> eventRows = events.stream().map(e -> new EventRow(e.id(), time(e.createdAt()), e.type(),
+          e.actor(), e.data() == null ? "" : shorten(Json.tree(e.data())))).toList();
+      return new RunDetail(run.id(), run.kind(), run.isAgent() ? run.agentId() : run.workflowId(), run.project(),
+          run.status(), time(run.createdAt()), time(run.updatedAt()), run.finishedAt() == null ? null
+          : time(run.finishedAt()), pretty(run.isAgent() ? null : run.inputs()), pretty(run.approval()),
+          pretty(run.error()), steps, transcript, eventRows, error, refresh);
+    }
+
+    public boolean awaitingApproval() {
+      return RunStatus.AWAITING_APPROVAL.wireName().equals(status);
+    }
+
+    public boolean cancellable() {
+      return awaitingApproval() || RunStatus.RUNNING.wireName().equals(status);
+    }
+  }
+
+  public record DefinitionRow(String id, String name, String description, String summary, String updated) {}
+
+  public record Definitions(List<DefinitionRow> workflows, List<DefinitionRow> agents) {}
+
+  private static String pretty(String json) {
+    if (json == null || json.equals("null")) {
+      return null;
+    }
+    try {
+      return Json.MAPPER.writerWithDefaultPrettyPrinter().writeValueAsString(Json.tree(json));
+    } catch (com.fasterxml.jackson.core.JsonProcessingException e) {
+      return json;
+    }
+  }
+
+  private static String shorten(JsonNode node) {
+    String text = node.isTextual() ? node.asText() : node.toString();
+    return text.length() > 300 ? text.substring(0, 300) + "…" : text;
+  }
 
   static String time(Instant t) {
     return TIME.format(t);

@@ -1,0 +1,168 @@
+package dev.runway.console;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import dev.runway.agent.Agent;
+import dev.runway.agent.AgentService;
+import dev.runway.auth.Principal;
+import dev.runway.auth.Scope;
+import dev.runway.core.Ids;
+import dev.runway.core.Json;
+import dev.runway.engine.Event;
+import dev.runway.http.ApiException;
+import dev.runway.run.Run;
+import dev.runway.run.RunFilter;
+import dev.runway.run.RunMessage;
+import dev.runway.run.RunService;
+import dev.runway.run.RunStatus;
+import dev.runway.workflow.Workflow;
+import dev.runway.workflow.WorkflowService;
+import io.javalin.http.Context;
+import io.javalin.http.HttpStatus;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
+import java.util.Set;
+
+/**
+ * The console's pages of a workspace's runs (a filtered list, and one run with its steps or its
+ * transcript, its events, and Approve / Reject / Cancel) and of its workflows and agents. They call
+ * the services the API calls, as the signed-in account (which events record as the actor), so the
+ * same rules answer: an approval of an ended run is refused as the API's 409 is.
+ */
+public final class RunPages {
+  private static final int PAGE = 25;
+  private static final int EVENTS = 200;
+  /** A page showing a run still moving reloads itself this often (a meta refresh: no script needed). */
+  static final int REFRESH_SECONDS = 5;
+  private static final Set<String> ENDED = Set.of(RunStatus.SUCCEEDED.wireName(), RunStatus.FAILED.wireName(),
+      RunStatus.CANCELED.wireName(), RunStatus.REJECTED.wireName());
+
+  private final ConsoleRoutes console;
+  private final RunService runs;
+  private final WorkflowService workflows;
+  private final AgentService agents;
+
+  public RunPages(ConsoleRoutes console, RunService runs, WorkflowService workflows, AgentService agents) {
+    this.console = console;
+    this.runs = runs;
+    this.workflows = workflows;
+    this.agents = agents;
+  }
+
+  /** The account acting on its workspace, with every scope, as the workspace's owner. */
+  private static Principal actor(ConsoleRoutes.Signed signed) {
+    return new Principal(signed.account().id(), signed.account().workspaceId(), Scope.all(), null);
+  }
+
+  /** GET /console/runs?status=&kind=&starting_after= */
+  public void list(Context ctx) {
+    Optional<ConsoleRoutes.Signed> signed = console.requireSignedIn(ctx);
+    if (signed.isEmpty()) {
+      return;
+    }
+    String status = ctx.queryParam("status");
+    status = status != null && RunStatus.parse(status).isPresent() ? status : null;
+    String kind = ctx.queryParam("kind");
+    kind = "workflow".equals(kind) || "agent".equals(kind) ? kind : null;
+    String after = ctx.queryParam("starting_after");
+    after = after != null && Ids.looksLike("run", after) ? after : null;
+    List<Run> rows = runs.list(actor(signed.get()), new RunFilter(kind, null, null, null,
+        status == null ? null : List.of(status), null, null, after, null), PAGE + 1);
+    boolean more = rows.size() > PAGE;
+    List<Views.RunRow> page = rows.stream().limit(PAGE).map(Views.RunRow::of).toList();
+    String next = more ? "/console/runs?" + (status == null ? "" : "status=" + status + "&")
+        + (kind == null ? "" : "kind=" + kind + "&") + "starting_after=" + page.get(page.size() - 1).id() : null;
+    boolean moving = page.stream().anyMatch(r -> !ENDED.contains(r.status()));
+    console.render(ctx, 200, "runs.jte", "frame", console.frame("Runs", signed.get(), "runs"), "page",
+        new Views.Runs(page, status, kind, after != null, next, moving ? REFRESH_SECONDS : 0));
+  }
+
+  /** GET /console/runs/{id} */
+  public void show(Context ctx) {
+    Optional<ConsoleRoutes.Signed> signed = console.requireSignedIn(ctx);
+    if (signed.isEmpty()) {
+      return;
+    }
+    showRun(ctx, signed.get(), 200, null);
+  }
+
+  /** POST /console/runs/{id}/approve, …/reject (with a comment) and …/cancel. */
+  public void decide(Context ctx) {
+    Optional<ConsoleRoutes.Signed> signed = console.requireSignedInForm(ctx);
+    if (signed.isEmpty()) {
+      return;
+    }
+    String runId = ctx.pathParam("id");
+    String comment = ctx.formParam("comment");
+    comment = comment == null || comment.isBlank() ? null : comment.strip();
+    try {
+      if (!Ids.looksLike("run", runId)) {
+        throw ApiException.notFound("run_not_found", "no such run");
+      }
+      if (comment != null && comment.length() > 1000) {
+        throw ApiException.validation("comment", "A comment may have at most 1,000 characters.");
+      }
+      switch (ctx.pathParam("action")) {
+        case "approve" -> runs.approve(actor(signed.get()), runId, comment);
+        case "reject" -> runs.reject(actor(signed.get()), runId, comment);
+        case "cancel" -> runs.cancel(actor(signed.get()), runId);
+        default -> throw ApiException.notFound("not_found", "no such action");
+      }
+      ctx.redirect("/console/runs/" + runId, HttpStatus.SEE_OTHER);
+    } catch (ApiException e) {
+      if (e.status() == 404) {
+        notFound(ctx, signed.get());
+      } else {
+        showRun(ctx, signed.get(), e.status(), e.getMessage());
+      }
+    }
+  }
+
+  /** GET /console/workflows: the workspace's workflows and agents. */
+  public void definitions(Context ctx) {
+    Optional<ConsoleRoutes.Signed> signed = console.requireSignedIn(ctx);
+    if (signed.isEmpty()) {
+      return;
+    }
+    String workspace = signed.get().account().workspaceId();
+    List<Views.DefinitionRow> flows = new ArrayList<>();
+    for (Workflow w : workflows.page(workspace, null, false, 500)) {
+      flows.add(new Views.DefinitionRow(w.id(), w.name(), w.description(), Json.tree(w.steps()).size() + " steps"
+          + (w.requiresApproval() ? ", approval" : ""), Views.time(w.updatedAt())));
+    }
+    List<Views.DefinitionRow> agentRows = new ArrayList<>();
+    for (Agent a : agents.page(workspace, null, false, 500)) {
+      JsonNode d = Json.tree(a.definition());
+      agentRows.add(new Views.DefinitionRow(a.id(), a.name(), a.description(), d.path("model").asText()
+          + ", " + d.path("tools").size() + " tools", Views.time(a.updatedAt())));
+    }
+    console.render(ctx, 200, "definitions.jte", "frame", console.frame("Workflows and agents", signed.get(),
+        "workflows"), "page", new Views.Definitions(flows, agentRows));
+  }
+
+  private void showRun(Context ctx, ConsoleRoutes.Signed signed, int status, String error) {
+    String runId = ctx.pathParam("id");
+    if (!Ids.looksLike("run", runId)) {
+      notFound(ctx, signed);
+      return;
+    }
+    Principal actor = actor(signed);
+    Run run;
+    try {
+      run = runs.get(actor, runId);
+    } catch (ApiException e) {
+      notFound(ctx, signed);
+      return;
+    }
+    List<Event> events = runs.events(actor, runId, null, EVENTS);
+    List<RunMessage> messages = run.isAgent() ? runs.messages(actor, runId, -1, 500) : List.of();
+    boolean moving = !ENDED.contains(run.status()) && !RunStatus.AWAITING_APPROVAL.wireName().equals(run.status());
+    console.render(ctx, status, "run.jte", "frame", console.frame("Run " + run.id(), signed, "runs"),
+        "run", Views.RunDetail.of(run, events, messages, error, moving ? REFRESH_SECONDS : 0));
+  }
+
+  private void notFound(Context ctx, ConsoleRoutes.Signed signed) {
+    console.message(ctx, 404, console.frame("Not found", signed, "runs"), new Views.Message("No such run",
+        "This workspace has no run with that id.", "/console/runs", "Back to the runs"));
+  }
+}

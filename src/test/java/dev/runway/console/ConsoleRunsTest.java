@@ -1,0 +1,158 @@
+package dev.runway.console;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.runway.support.Api;
+import dev.runway.support.BothDatabases;
+import dev.runway.support.Browser;
+import dev.runway.support.Http;
+import java.util.UUID;
+
+/**
+ * The console's runs, workflows and agents pages through HTTP on both databases: the list with its
+ * filters and pages, a run with its steps and events, approve, reject and cancel with the API's
+ * rules (an ended run refuses, as the API's 409 does), and another workspace's runs unreachable.
+ */
+class ConsoleRunsTest {
+  private static final String PASSWORD = "correct horse battery staple 7";
+
+  /** Signs up an account that takes the test's workspace (with a setup code), so it sees the runs the test starts. */
+  private static Browser owner(Api api, Http http) {
+    String code = api.services().accounts().newSetupCode(api.workspace);
+    Browser browser = new Browser(http.origin());
+    browser.get("/console/signup");
+    Browser.Page done = browser.post("/console/signup", "email", "owner-" + UUID.randomUUID().toString().substring(0, 8)
+        + "@example.com", "password", PASSWORD, "setup_code", code);
+    assertEquals(303, done.status(), done::toString);
+    return browser;
+  }
+
+  private static String start(Http http, String workflow, String project) {
+    Http.Reply r = http.startRun(workflow, project);
+    assertEquals(200, r.status(), r::toString);
+    return r.json().get("id").asText();
+  }
+
+  @BothDatabases
+  void the_runs_list_filters_by_status_and_kind_and_pages(Api api) {
+    api.workflow("quick", false);
+    api.workflow("gated", true);
+    api.test(http -> {
+      Browser browser = owner(api, http);
+      String done = start(http, "quick", "alpha");
+      String waiting = start(http, "gated", "beta");
+      String latest = null;
+      for (int i = 0; i < 25; i++) {
+        latest = start(http, "quick", "alpha");
+      }
+      Browser.Page all = browser.get("/console/runs");
+      assertEquals(200, all.status(), all::toString);
+      assertTrue(all.body().contains("Next page"), "27 runs: two pages of 25");
+      Browser.Page gated = browser.get("/console/runs?status=awaiting_approval");
+      assertTrue(gated.body().contains(waiting));
+      assertTrue(gated.body().contains("<span class=\"status awaiting_approval\">awaiting approval</span>"),
+          gated::toString);
+      assertFalse(gated.body().contains(done));
+      assertTrue(gated.body().contains("http-equiv=\"refresh\""), "a run in progress on it: it reloads");
+      Browser.Page ended = browser.get("/console/runs?status=succeeded");
+      assertTrue(ended.body().contains(latest));
+      assertFalse(ended.body().contains("http-equiv=\"refresh\""), "only ended runs: no reload");
+      Browser.Page agents = browser.get("/console/runs?kind=agent");
+      assertTrue(agents.body().contains("No runs match these filters"), agents::toString);
+      String next = all.body().replaceAll("(?s).*href=\"(/console/runs\\?starting_after=run_[0-9a-z]+)\".*", "$1");
+      Browser.Page second = browser.get(next);
+      assertEquals(200, second.status());
+      assertTrue(second.body().contains(done), "the oldest run is on the second page");
+    });
+  }
+
+  @BothDatabases
+  void a_run_page_shows_its_steps_and_events_and_reloads_while_it_runs(Api api) {
+    api.workflowThatCalls("calls");
+    api.test(http -> {
+      Browser browser = owner(api, http);
+      String run = start(http, "calls", "demo");
+      Browser.Page page = browser.get("/console/runs/" + run);
+      assertEquals(200, page.status(), page::toString);
+      assertTrue(page.body().contains("run.started"));
+      assertTrue(page.body().contains("<h2>Steps</h2>"));
+      assertTrue(page.body().contains("<td>http</td>"), page::toString);
+      assertTrue(page.body().contains("http-equiv=\"refresh\" content=\"5\""), "a running run's page reloads");
+      assertTrue(page.body().contains("Cancel run"));
+      assertFalse(page.body().contains("Approve"));
+    });
+  }
+
+  @BothDatabases
+  void approve_reject_and_cancel_follow_the_apis_rules(Api api) {
+    api.workflow("gated", true);
+    api.test(http -> {
+      Browser browser = owner(api, http);
+      String approved = start(http, "gated", "demo");
+      Browser.Page page = browser.get("/console/runs/" + approved);
+      assertTrue(page.body().contains("Waiting for approval"));
+      Browser.Page ok = browser.post("/console/runs/" + approved + "/approve", "comment", "looks <fine>");
+      assertEquals(303, ok.status(), ok::toString);
+      assertEquals("/console/runs/" + approved, ok.header("Location"));
+      assertFalse("awaiting_approval".equals(http.get("/v1/runs/" + approved).json().get("status").asText()));
+      Browser.Page after = browser.get("/console/runs/" + approved);
+      assertTrue(after.body().contains("run.approved"));
+      assertTrue(after.body().contains("looks &lt;fine&gt;"), "the comment, escaped");
+      // The approver is the account, as the API records a key.
+      String decidedBy = http.get("/v1/runs/" + approved).json().get("approval").get("decided_by").asText();
+      assertTrue(decidedBy.startsWith("acct_"), decidedBy);
+
+      String rejected = start(http, "gated", "demo");
+      browser.get("/console/runs/" + rejected);
+      assertEquals(303, browser.post("/console/runs/" + rejected + "/reject", "comment", "no").status());
+      assertEquals("rejected", http.get("/v1/runs/" + rejected).json().get("status").asText());
+      Browser.Page again = browser.post("/console/runs/" + rejected + "/approve", "comment", "");
+      assertEquals(409, again.status(), "as the API answers an ended run");
+      assertTrue(again.body().contains("class=\"error\""), again::toString);
+
+      String canceled = start(http, "gated", "demo");
+      browser.get("/console/runs/" + canceled);
+      assertEquals(303, browser.post("/console/runs/" + canceled + "/cancel").status());
+      assertEquals("canceled", http.get("/v1/runs/" + canceled).json().get("status").asText());
+      assertEquals(404, browser.post("/console/runs/" + canceled + "/launch").status());
+    });
+  }
+
+  @BothDatabases
+  void another_workspaces_runs_are_not_found_also_by_editing_the_url(Api api) {
+    api.workflow("gated", true);
+    api.test(http -> {
+      String theirs = start(http, "gated", "demo");
+      Browser stranger = new Browser(http.origin());
+      stranger.get("/console/signup");
+      assertEquals(303, stranger.post("/console/signup", "email", "x-" + UUID.randomUUID().toString().substring(0, 8)
+          + "@example.com", "password", PASSWORD).status());
+      assertFalse(stranger.get("/console/runs").body().contains(theirs));
+      assertEquals(404, stranger.get("/console/runs/" + theirs).status());
+      stranger.get("/console/runs");
+      assertEquals(404, stranger.post("/console/runs/" + theirs + "/approve").status());
+      assertEquals(404, stranger.post("/console/runs/" + theirs + "/cancel").status());
+      assertEquals("awaiting_approval", http.get("/v1/runs/" + theirs).json().get("status").asText());
+      assertEquals(404, stranger.get("/console/runs/not-a-run").status());
+      // Forms without the session's token change nothing.
+      Browser owner = owner(api, http);
+      assertEquals(403, owner.postWithToken("/console/runs/" + theirs + "/approve", null).status());
+      assertEquals("awaiting_approval", http.get("/v1/runs/" + theirs).json().get("status").asText());
+    });
+  }
+
+  @BothDatabases
+  void the_workflows_page_lists_the_workspaces_workflows_and_agents(Api api) {
+    api.workflow("gated", true);
+    api.test(http -> {
+      Browser browser = owner(api, http);
+      Browser.Page page = browser.get("/console/workflows");
+      assertEquals(200, page.status());
+      assertTrue(page.body().contains("<code>gated</code>"), page::toString);
+      assertTrue(page.body().contains("0 steps, approval"));
+      assertTrue(page.body().contains("No agents yet."));
+    });
+  }
+}
