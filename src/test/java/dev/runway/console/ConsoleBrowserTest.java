@@ -1,0 +1,143 @@
+package dev.runway.console;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.runway.support.Api;
+import dev.runway.support.BothDatabases;
+import dev.runway.support.Http;
+import java.io.File;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.UUID;
+import org.junit.jupiter.api.Assumptions;
+import org.openqa.selenium.By;
+import org.openqa.selenium.OutputType;
+import org.openqa.selenium.WebDriver;
+import org.openqa.selenium.WebElement;
+import org.openqa.selenium.chrome.ChromeDriver;
+import org.openqa.selenium.chrome.ChromeDriverService;
+import org.openqa.selenium.chrome.ChromeOptions;
+import org.openqa.selenium.support.ui.ExpectedConditions;
+import org.openqa.selenium.support.ui.WebDriverWait;
+
+/**
+ * The console in a real headless Chromium (Debian's chromium and chromedriver, paths set so that
+ * nothing is downloaded): sign up, make a key, use it from a real HTTP client to define a workflow
+ * and start a run, see the run, approve it, revoke the key, sign out. Pictures of the pages go to
+ * target/console-screenshots (docs/console/ holds the committed copies; see the README). Without
+ * Chromium the test is skipped, with a line saying so.
+ */
+class ConsoleBrowserTest {
+  private static final String CHROMIUM = env("RUNWAY_TEST_CHROMIUM", "/usr/bin/chromium");
+  private static final String CHROMEDRIVER = env("RUNWAY_TEST_CHROMEDRIVER", "/usr/bin/chromedriver");
+  private static final Path SCREENSHOTS = Path.of("target", "console-screenshots");
+  private static final Duration WAIT = Duration.ofSeconds(15);
+  private static boolean told;
+
+  private static String env(String name, String fallback) {
+    String value = System.getenv(name);
+    return value == null || value.isBlank() ? fallback : value;
+  }
+
+  private static synchronized void requireChromium() {
+    boolean present = Files.isExecutable(Path.of(CHROMIUM)) && Files.isExecutable(Path.of(CHROMEDRIVER));
+    if (!present && !told) {
+      told = true;
+      System.out.println("\n*** Chromium or chromedriver is missing (" + CHROMIUM + ", " + CHROMEDRIVER
+          + "): SKIPPING the console's browser tests (apt-get install chromium chromium-driver) ***\n");
+    }
+    Assumptions.assumeTrue(present, "Chromium is not installed");
+  }
+
+  private static WebDriver chromium() {
+    ChromeOptions options = new ChromeOptions();
+    options.setBinary(CHROMIUM);
+    options.addArguments("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+        "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run",
+        "--window-size=1280,900");
+    ChromeDriverService service = new ChromeDriverService.Builder().usingDriverExecutable(new File(CHROMEDRIVER))
+        .usingAnyFreePort().build();
+    return new ChromeDriver(service, options);
+  }
+
+  private static void screenshot(WebDriver driver, String name) throws IOException {
+    Files.createDirectories(SCREENSHOTS);
+    byte[] png = ((org.openqa.selenium.TakesScreenshot) driver).getScreenshotAs(OutputType.BYTES);
+    Files.write(SCREENSHOTS.resolve(name + ".png"), png);
+  }
+
+  @BothDatabases
+  void a_person_signs_up_makes_a_key_uses_it_approves_a_run_revokes_the_key_and_signs_out(Api api) {
+    requireChromium();
+    api.test(http -> {
+      WebDriver driver = chromium();
+      WebDriverWait wait = new WebDriverWait(driver, WAIT);
+      try {
+        String origin = http.origin();
+        driver.get(origin + "/console");
+        wait.until(ExpectedConditions.urlContains("/console/signin"));
+        screenshot(driver, "signin");
+
+        driver.findElement(By.linkText("Sign up")).click();
+        wait.until(ExpectedConditions.urlContains("/console/signup"));
+        String email = "browser-" + UUID.randomUUID().toString().substring(0, 8) + "@example.com";
+        driver.findElement(By.id("email")).sendKeys(email);
+        driver.findElement(By.id("password")).sendKeys("a long and uncommon passphrase");
+        screenshot(driver, "signup");
+        driver.findElement(By.cssSelector("form[action='/console/signup'] button[type=submit]")).click();
+        wait.until(ExpectedConditions.urlContains("/console/keys"));
+        assertTrue(driver.findElement(By.cssSelector(".who")).getText().contains(email));
+
+        // A key with the default scopes (all but admin).
+        driver.findElement(By.id("name")).sendKeys("deploy bot");
+        driver.findElement(By.cssSelector("form[action='/console/keys'] button[type=submit]")).click();
+        WebElement shown = wait.until(ExpectedConditions.visibilityOfElementLocated(By.id("new-key")));
+        String key = shown.getText().strip();
+        assertTrue(key.matches("wsk_[0-9A-Za-z]{40,}"), key);
+        assertTrue(driver.findElement(By.id("curl")).getText().contains(key));
+        screenshot(driver, "key-created");
+
+        // The key from a real HTTP client: a workflow that waits for approval, and a run of it.
+        Http.Reply put = http.send("PUT", "/v1/workflows/review", key,
+            "{\"name\":\"Review\",\"requires_approval\":true,\"steps\":[]}", "application/json");
+        assertEquals(201, put.status(), put::toString);
+        Http.Reply started = http.post("/v1/workflows/review/runs", key, "{\"project\":\"demo\"}");
+        assertEquals(200, started.status(), started::toString);
+        String run = started.json().get("id").asText();
+
+        driver.findElement(By.linkText("Runs")).click();
+        wait.until(ExpectedConditions.presenceOfElementLocated(By.linkText(run)));
+        screenshot(driver, "runs");
+        driver.findElement(By.linkText(run)).click();
+        wait.until(ExpectedConditions.textToBePresentInElementLocated(By.tagName("h1"), "awaiting approval"));
+        driver.findElement(By.id("comment")).sendKeys("ship it");
+        screenshot(driver, "run-awaiting-approval");
+        driver.findElement(By.xpath("//button[text()='Approve']")).click();
+        wait.until(ExpectedConditions.textToBePresentInElementLocated(By.cssSelector("table.events"), "run.approved"));
+        assertFalse(driver.findElement(By.tagName("h1")).getText().contains("awaiting approval"));
+        assertEquals("approved", http.get("/v1/runs/" + run, key).json().get("approval").get("status").asText());
+
+        // Revoke the key: /v1 refuses it.
+        driver.findElement(By.linkText("API keys")).click();
+        wait.until(ExpectedConditions.urlContains("/console/keys"));
+        driver.findElement(By.linkText("Revoke")).click();
+        wait.until(ExpectedConditions.textToBePresentInElementLocated(By.tagName("h1"), "Revoke this key?"));
+        driver.findElement(By.xpath("//button[text()='Revoke key']")).click();
+        wait.until(ExpectedConditions.visibilityOfElementLocated(By.cssSelector(".notice")));
+        screenshot(driver, "keys");
+        assertEquals(401, http.get("/v1/runs", key).status());
+
+        driver.findElement(By.xpath("//button[text()='Sign out']")).click();
+        wait.until(ExpectedConditions.urlContains("/console/signin"));
+        driver.get(origin + "/console/keys");
+        wait.until(ExpectedConditions.urlContains("/console/signin"));
+      } finally {
+        driver.quit();
+      }
+    });
+  }
+}
