@@ -48,6 +48,8 @@ public final class ConsoleRoutes {
   private final ConsoleSettings settings;
   private final RateLimiter perEmail;
   private final RateLimiter perAddress;
+  /** New visitor sessions per client address (each is a row until it expires): 60 at once, one a second after. */
+  private final RateLimiter visitorsPerAddress = new RateLimiter(1.0, 60);
   private final TemplateEngine templates = TemplateEngine.createPrecompiled(ContentType.Html);
 
   /** A signed-in request: its session and account. */
@@ -302,6 +304,11 @@ public final class ConsoleRoutes {
     Optional<ConsoleSession> found = sessions.find(ctx.cookie(COOKIE));
     if (found.isPresent()) {
       return found.get();
+    }
+    RateLimiter.Quota quota = visitorsPerAddress.take(ctx.ip());
+    if (!quota.allowed()) {
+      // No new row: the form still shows, and its post is refused as expired.
+      return new ConsoleSession("", null, "", Time.now(), Time.now(), Time.now());
     }
     SessionService.Started started = sessions.visitor();
     setCookie(ctx, started.cookie(), Duration.ofHours(1).toSeconds());

@@ -86,7 +86,7 @@ public final class SessionService {
 
   /** Whether a form's token is the session's, compared in constant time. */
   public static boolean csrfMatches(ConsoleSession session, String token) {
-    return token != null && MessageDigest.isEqual(session.csrfToken().getBytes(StandardCharsets.US_ASCII),
+    return token != null && !token.isEmpty() && MessageDigest.isEqual(session.csrfToken().getBytes(StandardCharsets.US_ASCII),
         token.getBytes(StandardCharsets.US_ASCII));
   }
 

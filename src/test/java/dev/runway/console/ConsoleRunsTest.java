@@ -144,6 +144,31 @@ class ConsoleRunsTest {
   }
 
   @BothDatabases
+  void an_agent_runs_page_shows_its_transcript(Api api) throws Exception {
+    try (dev.runway.engine.Engine engine = api.database().startEngine()) {
+      api.test(http -> {
+        Browser browser = owner(api, http);
+        String sample = java.nio.file.Files.readString(java.nio.file.Path.of("config/agents/clock.json"));
+        assertEquals(201, http.put("/v1/agents/clock", sample).status());
+        String id = http.post("/v1/agents/clock/runs", "{\"project\":\"demo\",\"input\":\"Europe/Paris\"}").json()
+            .get("id").asText();
+        dev.runway.support.Runs.awaitStatus(http, id, "succeeded");
+        Browser.Page page = browser.get("/console/runs/" + id);
+        assertEquals(200, page.status(), page::toString);
+        assertTrue(page.body().contains("<h2>Transcript</h2>"), page::toString);
+        for (String role : new String[] {"system", "user", "assistant", "tool"}) {
+          assertTrue(page.body().contains("<li class=\"" + role + "\">"), role);
+        }
+        assertTrue(page.body().contains("current_time"), "the tool call");
+        assertTrue(page.body().contains("tool_call.finished"), "the events");
+        assertFalse(page.body().contains("http-equiv=\"refresh\""), "an ended run's page does not reload");
+        assertTrue(browser.get("/console/runs?kind=agent").body().contains(id));
+        assertTrue(browser.get("/console/workflows").body().contains("<code>clock</code>"));
+      });
+    }
+  }
+
+  @BothDatabases
   void the_workflows_page_lists_the_workspaces_workflows_and_agents(Api api) {
     api.workflow("gated", true);
     api.test(http -> {
