@@ -57,7 +57,8 @@ public final class RunwayApp {
     int maxSyncBytes = Math.max(settings.maxBodyBytes(), CrmSettings.MAX_SYNC_BODY_BYTES);
     CrmRoutes crm = new CrmRoutes(services.crm(), settings.crm(), new RequestBodies(maxSyncBytes), resumeOn(threads));
     ConsoleRoutes console = new ConsoleRoutes(services.accounts(), services.sessions(), services.keys(),
-        settings.console());
+        settings.console(), workspace -> services.workflows().page(workspace, null, false, 100).stream()
+            .map(dev.runway.workflow.Workflow::id).toList());
     RunPages runPages = new RunPages(console, services.runs(), services.workflows(), services.agents());
     RateLimits limits = settings.rateLimits();
     AuthHandler auth = new AuthHandler(services.keys(), limits, inFlight);

@@ -51,11 +51,15 @@ public final class ConsoleRoutes {
   /** New visitor sessions per client address (each is a row until it expires): 60 at once, one a second after. */
   private final RateLimiter visitorsPerAddress = new RateLimiter(1.0, 60);
   private final TemplateEngine templates = TemplateEngine.createPrecompiled(ContentType.Html);
+  /** The ids of a workspace's workflows, for the command shown with a new key. */
+  private final java.util.function.Function<String, List<String>> workflowIds;
 
   /** A signed-in request: its session and account. */
   record Signed(ConsoleSession session, Account account) {}
 
-  public ConsoleRoutes(AccountService accounts, SessionService sessions, ApiKeyService keys, ConsoleSettings settings) {
+  public ConsoleRoutes(AccountService accounts, SessionService sessions, ApiKeyService keys, ConsoleSettings settings,
+      java.util.function.Function<String, List<String>> workflowIds) {
+    this.workflowIds = workflowIds;
     this.accounts = accounts;
     this.sessions = sessions;
     this.keys = keys;
@@ -232,11 +236,8 @@ public final class ConsoleRoutes {
       }
       Duration validFor = expiry.equals("never") ? null : Duration.ofDays(Integer.parseInt(expiry));
       ApiKeyService.CreatedKey made = keys.create(signed.get().account().workspaceId(), name, scopes, projects, validFor);
-      String curl = "curl -s -X POST " + origin(ctx) + "/v1/workflows/hello/runs \\\n"
-          + "  -H \"Authorization: Bearer " + made.key() + "\" \\\n"
-          + "  -H \"Content-Type: application/json\" -d '{\"project\": \"demo\"}'";
-      render(ctx, 201, "key_created.jte", "frame", frame("New key", signed.get(), "keys"),
-          "page", new Views.KeyCreated(name, made.key(), curl));
+      Views.KeyCreated page = tryIt(origin(ctx), name, made.key(), scopes, signed.get().account().workspaceId());
+      render(ctx, 201, "key_created.jte", "frame", frame("New key", signed.get(), "keys"), "page", page);
     } catch (ConsoleException e) {
       renderKeys(ctx, e.status(), signed.get(), scopeNames, name, projectsText, expiry, e.getMessage(), e.field(), null);
     }
@@ -435,6 +436,33 @@ public final class ConsoleRoutes {
     StringOutput out = new StringOutput();
     templates.render(template, model, out);
     ctx.status(status).contentType("text/html; charset=utf-8").result(out.toString());
+  }
+
+  /**
+   * The page that shows a new key, with a command that works with it as it is: a run of one of the
+   * workspace's workflows (hello if it has one); in a workspace without workflows, one defined
+   * first (if the key may); else a read of the runs.
+   */
+  private Views.KeyCreated tryIt(String origin, String name, String key, Set<Scope> scopes, String workspaceId) {
+    String auth = "  -H \"Authorization: Bearer " + key + "\"";
+    String json = "  -H \"Content-Type: application/json\"";
+    if (scopes.contains(Scope.RUNS_WRITE)) {
+      List<String> workflows = workflowIds.apply(workspaceId);
+      String workflow = workflows.contains("hello") ? "hello" : workflows.isEmpty() ? null : workflows.get(0);
+      String start = "curl -s -X POST " + origin + "/v1/workflows/" + (workflow == null ? "hello" : workflow)
+          + "/runs \\\n" + auth + " \\\n" + json + " -d '{\"project\": \"demo\"}'";
+      if (workflow != null) {
+        return new Views.KeyCreated(name, key, "Start a run of the workflow " + workflow + " with it:", start);
+      }
+      if (scopes.contains(Scope.WORKFLOWS_WRITE)) {
+        String define = "curl -s -X PUT " + origin + "/v1/workflows/hello \\\n" + auth + " \\\n" + json
+            + " -d '{\"name\": \"Hello\", \"steps\": []}'";
+        return new Views.KeyCreated(name, key, "This workspace has no workflows yet: define one, then start a run of it:",
+            define + "\n" + start);
+      }
+    }
+    return new Views.KeyCreated(name, key, "List the workspace's runs with it:",
+        "curl -s " + origin + "/v1/runs \\\n" + auth);
   }
 
   private static String origin(Context ctx) {

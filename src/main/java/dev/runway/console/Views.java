@@ -58,7 +58,7 @@ public final class Views {
       String error, String field, String notice) {}
 
   /** The page that shows a new key, once. */
-  public record KeyCreated(String name, String key, String curl) {}
+  public record KeyCreated(String name, String key, String tryIt, String curl) {}
 
   /** A page with one message: an error, a refusal, a wait. */
   public record Message(String heading, String text, String link, String linkText) {}

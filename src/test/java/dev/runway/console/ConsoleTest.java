@@ -250,6 +250,31 @@ class ConsoleTest {
   }
 
   @BothDatabases
+  void the_command_shown_with_a_new_key_works_as_pasted(Api api) {
+    api.test(http -> {
+      Browser browser = new Browser(http.origin());
+      String email = signUp(browser); // a new workspace: no workflows yet
+      browser.get("/console/keys");
+      Browser.Page made = browser.post("/console/keys", "name", "first", "expiry", "never", "scope", "runs:write",
+          "scope", "runs:read", "scope", "workflows:write");
+      assertTrue(made.body().contains("no workflows yet"), made::toString);
+      String command = made.body().replaceAll("(?s).*<pre id=\"curl\">(.*?)</pre>.*", "$1")
+          .replace("&#34;", "\"").replace("&quot;", "\"").replace("&#39;", "'").replace("&amp;", "&")
+          .replace("&lt;", "<").replace("&gt;", ">");
+      Process shell = new ProcessBuilder("bash", "-c", command).redirectErrorStream(true).start();
+      String out = new String(shell.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
+      assertEquals(0, shell.waitFor(), out);
+      assertTrue(out.contains("{\"id\":\"run_"), () -> command + "\n" + out);
+      String workspace = (String) account(api, email).get("workspace_id");
+      assertEquals(1, api.jdbi().withHandle(h -> h.createQuery("SELECT COUNT(*) FROM run WHERE workspace_id = :w")
+          .bind("w", workspace).mapTo(Integer.class).one()).intValue());
+      // With a workflow in the workspace, the command starts a run of it.
+      Browser.Page second = browser.post("/console/keys", "name", "second", "expiry", "never", "scope", "runs:write");
+      assertTrue(second.body().contains("Start a run of the workflow hello with it:"), second::toString);
+    });
+  }
+
+  @BothDatabases
   void an_account_never_reaches_another_workspaces_keys(Api api) {
     api.test(http -> {
       Browser alice = new Browser(http.origin());
