@@ -87,6 +87,7 @@ public final class EventStreams implements AutoCloseable {
    * for the key, 503 past sse.max_streams for this instance.
    */
   public void open(Context ctx, Principal caller, String runId, long afterSeq, boolean runEnded) {
+    EventStream stream;
     synchronized (lock) {
       if (closed) {
         throw new ApiException(503, "unavailable", "the server is stopping; retry on another instance or shortly",
@@ -108,37 +109,35 @@ public final class EventStreams implements AutoCloseable {
         thread.setDaemon(true);
         thread.start();
       }
-      EventStream stream = new EventStream(caller, runId, afterSeq, runEnded);
+      stream = new EventStream(caller, runId, afterSeq, runEnded);
       streams.add(stream);
       streamsByKey.merge(caller.keyId(), 1, Integer::sum);
-      ctx.status(200);
-      ctx.header("Content-Type", "text/event-stream; charset=utf-8");
-      ctx.header("Cache-Control", "no-store");
-      ctx.header("X-Accel-Buffering", "no"); // nginx: pass each event on at once
-      // A stream is not a request in flight: it would hold a place for as long as it is open.
-      inFlight.leave(ctx);
-      ctx.future(() -> {
-        try {
-          stream.output = new SseOutput(ctx.res().getOutputStream(), settings.maxBufferedBytes());
-        } catch (IOException e) {
-          removed(stream);
-          throw new UncheckedIOException(e);
+    }
+    ctx.status(200);
+    ctx.header("Content-Type", "text/event-stream; charset=utf-8");
+    ctx.header("Cache-Control", "no-store");
+    ctx.header("X-Accel-Buffering", "no"); // nginx: pass each event on at once
+    // A stream is not a request in flight: it would hold a place for as long as it is open.
+    inFlight.leave(ctx);
+    ctx.future(() -> {
+      try {
+        stream.output = new SseOutput(ctx.res().getOutputStream(), settings.maxBufferedBytes());
+      } catch (IOException e) {
+        removed(stream);
+        throw new UncheckedIOException(e);
+      }
+      stream.output.ended().whenComplete((done, failure) -> removed(stream));
+      stream.output.start();
+      stream.write(OPENED);
+      stream.ready = true;
+      synchronized (lock) {
+        if (closed) {
+          stream.output.close(); // the server began to stop meanwhile
         }
-        stream.output.ended().whenComplete((done, failure) -> removed(stream));
-        stream.output.start();
-        stream.write(OPENED);
-        stream.ready = true;
-        changed(Set.of(caller.workspaceId()));
-        return stream.output.ended();
-      });
-    }
-  }
-
-  /** How many streams are open on this instance. */
-  public int open() {
-    synchronized (lock) {
-      return streams.size();
-    }
+      }
+      changed(Set.of(caller.workspaceId()));
+      return stream.output.ended();
+    });
   }
 
   private void removed(EventStream stream) {
