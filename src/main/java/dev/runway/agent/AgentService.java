@@ -47,7 +47,7 @@ public final class AgentService {
 
   /** The agent, archived or not; another workspace's does not exist. */
   public Agent get(String workspaceId, String id) {
-    return jdbi.withExtension(AgentDao.class, dao -> dao.find(workspaceId, id)).orElseThrow(() -> notFound(id));
+    return jdbi.withExtension(AgentDao.class, dao -> dao.find(workspaceId, id)).orElseThrow(() -> notFound(workspaceId, id));
   }
 
   public List<Agent> page(String workspaceId, String after, boolean includeArchived, int limit) {
@@ -60,11 +60,11 @@ public final class AgentService {
     return jdbi.inTransaction(h -> {
       AgentDao dao = h.attach(AgentDao.class);
       dao.archive(workspaceId, id, Time.now());
-      return dao.find(workspaceId, id).orElseThrow(() -> notFound(id));
+      return dao.find(workspaceId, id).orElseThrow(() -> notFound(workspaceId, id));
     });
   }
 
-  static ApiException notFound(String id) {
-    return ApiException.notFound("agent_not_found", "no agent '" + id + "' in this workspace");
+  static ApiException notFound(String workspaceId, String id) {
+    return ApiException.notFound("agent_not_found", "no agent '" + id + "' in workspace '" + workspaceId + "'");
   }
 }

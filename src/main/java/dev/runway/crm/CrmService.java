@@ -117,7 +117,7 @@ public final class CrmService {
     String ws = caller.workspaceId();
     Deleted deleted = committer.commit(ws, tx -> {
       CrmRecord before = tx.dao(CrmDao.class).find(ws, type, externalId)
-          .orElseThrow(() -> recordNotFound(type, externalId));
+          .orElseThrow(() -> recordNotFound(ws, type, externalId));
       if (before.deleted()) {
         return new Deleted(before, false);
       }
@@ -228,7 +228,7 @@ public final class CrmService {
   /** The record, also a tombstone (deleted: true); 404 if there is none in this workspace. */
   public CrmRecord get(Principal caller, String type, String externalId) {
     return jdbi.withExtension(CrmDao.class, dao -> dao.find(caller.workspaceId(), type, externalId))
-        .orElseThrow(() -> recordNotFound(type, externalId));
+        .orElseThrow(() -> recordNotFound(caller.workspaceId(), type, externalId));
   }
 
   /** Up to {@code limit} records by external id after {@code after} (null: from the first). */
@@ -301,7 +301,8 @@ public final class CrmService {
     return removed;
   }
 
-  static ApiException recordNotFound(String type, String externalId) {
-    return ApiException.notFound("record_not_found", "no " + type + " record '" + externalId + "' in this workspace");
+  static ApiException recordNotFound(String workspaceId, String type, String externalId) {
+    return ApiException.notFound("record_not_found", "no " + type + " record '" + externalId + "' in workspace '"
+        + workspaceId + "'");
   }
 }

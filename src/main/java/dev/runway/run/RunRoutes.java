@@ -219,7 +219,8 @@ public final class RunRoutes {
   private static String runId(Context ctx) {
     String runId = ctx.pathParam("runId");
     if (!Ids.looksLike("run", runId)) {
-      throw ApiException.notFound("run_not_found", "no run '" + runId + "' in this workspace");
+      throw ApiException.notFound("run_not_found", "no run '" + runId + "' in workspace '"
+          + AuthHandler.principal(ctx).workspaceId() + "'");
     }
     return runId;
   }

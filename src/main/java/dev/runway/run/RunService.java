@@ -152,7 +152,7 @@ public final class RunService {
   private Run newRun(Principal caller, StartRequest request) {
     Workflow workflow = workflows.findActive(caller.workspaceId(), request.workflowId())
         .orElseThrow(() -> ApiException.notFound("workflow_not_found",
-            "no workflow '" + request.workflowId() + "' in this workspace"));
+            "no workflow '" + request.workflowId() + "' in workspace '" + caller.workspaceId() + "'"));
     return newRun(workflow, request.project(), request.inputs());
   }
 
@@ -238,7 +238,8 @@ public final class RunService {
   private Firsts firstAgentMoves(Principal caller, AgentStartRequest request) {
     Agent agent = agents.get(caller.workspaceId(), request.agentId());
     if (agent.archived()) {
-      throw ApiException.notFound("agent_not_found", "no agent '" + request.agentId() + "' in this workspace");
+      throw ApiException.notFound("agent_not_found", "no agent '" + request.agentId() + "' in workspace '"
+          + caller.workspaceId() + "'");
     }
     AgentDefinition definition = agentDefinition(agent);
     Instant now = Time.now();
@@ -301,7 +302,7 @@ public final class RunService {
     AtomicBoolean tooLate = new AtomicBoolean();
     Run saved = committer.commit(caller.workspaceId(), tx -> {
       RunDao runs = tx.dao(RunDao.class);
-      Run run = runs.findForUpdate(caller.workspaceId(), runId).orElseThrow(() -> runNotFound(runId));
+      Run run = runs.findForUpdate(caller.workspaceId(), runId).orElseThrow(() -> runNotFound(caller.workspaceId(), runId));
       checkProject(caller, run);
       RunMachine machine = RunMachine.of(run, Time.now());
       tooLate.set(machine.approvalTimedOut());
@@ -362,8 +363,8 @@ public final class RunService {
         ApiException.validation(param, param + " names no event of this workspace"));
   }
 
-  private static ApiException runNotFound(String runId) {
-    return ApiException.notFound("run_not_found", "no run '" + runId + "' in this workspace");
+  private static ApiException runNotFound(String workspaceId, String runId) {
+    return ApiException.notFound("run_not_found", "no run '" + runId + "' in workspace '" + workspaceId + "'");
   }
 
   /**
@@ -372,7 +373,7 @@ public final class RunService {
    */
   private static void checkProject(Principal caller, Run run) {
     if (!caller.mayUseProject(run.project())) {
-      throw runNotFound(run.id());
+      throw runNotFound(caller.workspaceId(), run.id());
     }
   }
 
@@ -401,7 +402,7 @@ public final class RunService {
   public Run get(Principal caller, String runId) {
     Run run = endedRuns.find(caller.workspaceId(), runId).orElseGet(() -> {
       Run read = jdbi.withHandle(h -> RunDao.find(h, caller.workspaceId(), runId))
-          .orElseThrow(() -> runNotFound(runId));
+          .orElseThrow(() -> runNotFound(caller.workspaceId(), runId));
       endedRuns.offer(read);
       return read;
     });

@@ -66,7 +66,7 @@ public final class SecretService implements SecretSource {
   }
 
   public Secret get(String workspaceId, String name) {
-    return jdbi.withExtension(SecretDao.class, dao -> dao.find(workspaceId, name)).orElseThrow(() -> notFound(name));
+    return jdbi.withExtension(SecretDao.class, dao -> dao.find(workspaceId, name)).orElseThrow(() -> notFound(workspaceId, name));
   }
 
   public List<Secret> page(String workspaceId, String after, int limit) {
@@ -77,7 +77,7 @@ public final class SecretService implements SecretSource {
   public Secret delete(String workspaceId, String name) {
     return jdbi.inTransaction(h -> {
       SecretDao dao = h.attach(SecretDao.class);
-      Secret secret = dao.find(workspaceId, name).orElseThrow(() -> notFound(name));
+      Secret secret = dao.find(workspaceId, name).orElseThrow(() -> notFound(workspaceId, name));
       dao.delete(workspaceId, name);
       return secret;
     });
@@ -106,7 +106,7 @@ public final class SecretService implements SecretSource {
     return values;
   }
 
-  static ApiException notFound(String name) {
-    return ApiException.notFound("secret_not_found", "no secret '" + name + "' in this workspace");
+  static ApiException notFound(String workspaceId, String name) {
+    return ApiException.notFound("secret_not_found", "no secret '" + name + "' in workspace '" + workspaceId + "'");
   }
 }

@@ -151,7 +151,7 @@ public final class WebhookRoutes {
   private static String endpointId(Context ctx) {
     String id = ctx.pathParam("id");
     if (!Ids.looksLike("we", id)) {
-      throw WebhookService.endpointNotFound(id);
+      throw WebhookService.endpointNotFound(AuthHandler.principal(ctx).workspaceId(), id);
     }
     return id;
   }
@@ -159,7 +159,7 @@ public final class WebhookRoutes {
   private static String deliveryId(Context ctx) {
     String id = ctx.pathParam("id");
     if (!Ids.looksLike("del", id)) {
-      throw WebhookService.deliveryNotFound(id);
+      throw WebhookService.deliveryNotFound(AuthHandler.principal(ctx).workspaceId(), id);
     }
     return id;
   }

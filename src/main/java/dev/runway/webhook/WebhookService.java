@@ -83,7 +83,7 @@ public final class WebhookService {
 
   public WebhookEndpoint get(Principal caller, String id) {
     return jdbi.withExtension(WebhookDao.class, dao -> dao.endpoint(caller.workspaceId(), id))
-        .orElseThrow(() -> endpointNotFound(id));
+        .orElseThrow(() -> endpointNotFound(caller.workspaceId(), id));
   }
 
   public List<WebhookEndpoint> list(Principal caller, String after, int limit) {
@@ -99,7 +99,7 @@ public final class WebhookService {
     }
     return committer.commit(caller.workspaceId(), tx -> {
       WebhookDao dao = tx.dao(WebhookDao.class);
-      WebhookEndpoint e = dao.endpoint(caller.workspaceId(), id).orElseThrow(() -> endpointNotFound(id));
+      WebhookEndpoint e = dao.endpoint(caller.workspaceId(), id).orElseThrow(() -> endpointNotFound(caller.workspaceId(), id));
       Instant now = Time.now();
       boolean enabled = changes.enabled() != null ? changes.enabled() : e.enabled();
       boolean disabling = e.enabled() && !enabled;
@@ -122,7 +122,7 @@ public final class WebhookService {
     committer.commit(caller.workspaceId(), tx -> {
       WebhookDao dao = tx.dao(WebhookDao.class);
       if (dao.endpoint(caller.workspaceId(), id).isEmpty()) {
-        throw endpointNotFound(id);
+        throw endpointNotFound(caller.workspaceId(), id);
       }
       dao.deleteAttemptsOf(id);
       dao.deleteDeliveriesOf(id);
@@ -136,7 +136,7 @@ public final class WebhookService {
     String secret = Signatures.newSecret();
     WebhookEndpoint rotated = committer.commit(caller.workspaceId(), tx -> {
       WebhookDao dao = tx.dao(WebhookDao.class);
-      WebhookEndpoint e = dao.endpoint(caller.workspaceId(), id).orElseThrow(() -> endpointNotFound(id));
+      WebhookEndpoint e = dao.endpoint(caller.workspaceId(), id).orElseThrow(() -> endpointNotFound(caller.workspaceId(), id));
       Instant now = Time.now();
       WebhookEndpoint next = new WebhookEndpoint(e.id(), e.workspaceId(), e.url(), e.description(), e.eventTypes(),
           e.enabled(), e.disabledReason(), seal(e.workspaceId(), e.id(), secret), e.secret(),
@@ -151,7 +151,7 @@ public final class WebhookService {
   public WebhookDelivery test(Principal caller, String id) {
     return committer.commit(caller.workspaceId(), tx -> {
       WebhookDao dao = tx.dao(WebhookDao.class);
-      WebhookEndpoint e = dao.endpoint(caller.workspaceId(), id).orElseThrow(() -> endpointNotFound(id));
+      WebhookEndpoint e = dao.endpoint(caller.workspaceId(), id).orElseThrow(() -> endpointNotFound(caller.workspaceId(), id));
       if (!e.enabled()) {
         throw new ApiException(409, "endpoint_disabled", "this endpoint is disabled (" + e.disabledReason()
             + "): enable it with PATCH {\"enabled\": true} first", "enabled");
@@ -177,7 +177,7 @@ public final class WebhookService {
 
   public DeliveryDetail delivery(Principal caller, String id) {
     return jdbi.withExtension(WebhookDao.class, dao -> {
-      WebhookDelivery d = dao.delivery(caller.workspaceId(), id).orElseThrow(() -> deliveryNotFound(id));
+      WebhookDelivery d = dao.delivery(caller.workspaceId(), id).orElseThrow(() -> deliveryNotFound(caller.workspaceId(), id));
       return DeliveryDetail.of(d, dao.payload(d.eventId()).orElse("null"), dao.attempts(id));
     });
   }
@@ -186,8 +186,8 @@ public final class WebhookService {
   public DeliveryDetail redeliver(Principal caller, String id) {
     committer.commit(caller.workspaceId(), tx -> {
       WebhookDao dao = tx.dao(WebhookDao.class);
-      WebhookDelivery d = dao.delivery(caller.workspaceId(), id).orElseThrow(() -> deliveryNotFound(id));
-      requireEnabled(dao.endpoint(caller.workspaceId(), d.endpointId()).orElseThrow(() -> deliveryNotFound(id)));
+      WebhookDelivery d = dao.delivery(caller.workspaceId(), id).orElseThrow(() -> deliveryNotFound(caller.workspaceId(), id));
+      requireEnabled(dao.endpoint(caller.workspaceId(), d.endpointId()).orElseThrow(() -> deliveryNotFound(caller.workspaceId(), id)));
       Instant now = Time.now();
       dao.redeliver(caller.workspaceId(), id, now, now.plus(settings.retryWindow()));
       outbox.deliveriesDue();
@@ -200,7 +200,7 @@ public final class WebhookService {
   public int recover(Principal caller, String endpointId, Instant since) {
     return committer.commit(caller.workspaceId(), tx -> {
       WebhookDao dao = tx.dao(WebhookDao.class);
-      requireEnabled(dao.endpoint(caller.workspaceId(), endpointId).orElseThrow(() -> endpointNotFound(endpointId)));
+      requireEnabled(dao.endpoint(caller.workspaceId(), endpointId).orElseThrow(() -> endpointNotFound(caller.workspaceId(), endpointId)));
       Instant now = Time.now();
       outbox.deliveriesDue();
       return dao.recover(endpointId, since, now, now.plus(settings.retryWindow()));
@@ -310,11 +310,13 @@ public final class WebhookService {
     }
   }
 
-  static ApiException endpointNotFound(String id) {
-    return ApiException.notFound("webhook_endpoint_not_found", "no webhook endpoint '" + id + "' in this workspace");
+  static ApiException endpointNotFound(String workspaceId, String id) {
+    return ApiException.notFound("webhook_endpoint_not_found", "no webhook endpoint '" + id + "' in workspace '"
+        + workspaceId + "'");
   }
 
-  static ApiException deliveryNotFound(String id) {
-    return ApiException.notFound("webhook_delivery_not_found", "no webhook delivery '" + id + "' in this workspace");
+  static ApiException deliveryNotFound(String workspaceId, String id) {
+    return ApiException.notFound("webhook_delivery_not_found", "no webhook delivery '" + id + "' in workspace '"
+        + workspaceId + "'");
   }
 }

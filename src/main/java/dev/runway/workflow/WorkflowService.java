@@ -88,7 +88,7 @@ public final class WorkflowService {
   /** The workflow, archived or not; another workspace's does not exist. */
   public Workflow get(String workspaceId, String id) {
     return jdbi.withExtension(WorkflowDao.class, dao -> dao.find(workspaceId, id))
-        .orElseThrow(() -> notFound(id));
+        .orElseThrow(() -> notFound(workspaceId, id));
   }
 
   public List<Workflow> page(String workspaceId, String after, boolean includeArchived, int limit) {
@@ -101,13 +101,13 @@ public final class WorkflowService {
     Workflow archived = jdbi.inTransaction(h -> {
       WorkflowDao dao = h.attach(WorkflowDao.class);
       dao.archive(workspaceId, id, Time.now());
-      return dao.find(workspaceId, id).orElseThrow(() -> notFound(id));
+      return dao.find(workspaceId, id).orElseThrow(() -> notFound(workspaceId, id));
     });
     active.remove(workspaceId + "/" + id);
     return archived;
   }
 
-  static ApiException notFound(String id) {
-    return ApiException.notFound("workflow_not_found", "no workflow '" + id + "' in this workspace");
+  static ApiException notFound(String workspaceId, String id) {
+    return ApiException.notFound("workflow_not_found", "no workflow '" + id + "' in workspace '" + workspaceId + "'");
   }
 }

@@ -260,7 +260,9 @@ class StartRunTest {
   void unknown_or_archived_workflow_is_404(Api api) {
     api.workflow("old", false);
     api.test(http -> {
-      assertProblem(http.startRun("nope", "demo"), 404, "workflow_not_found");
+      JsonNode missing = assertProblem(http.startRun("nope", "demo"), 404, "workflow_not_found");
+      assertEquals("no workflow 'nope' in workspace '" + api.workspace + "'", missing.get("detail").asText(),
+          "the 404 names the key's workspace: a key of another workspace is the usual cause");
       assertEquals(200, http.delete("/v1/workflows/old").status());
       assertProblem(http.startRun("old", "demo"), 404, "workflow_not_found");
       assertEquals(0, api.countRuns(""));
