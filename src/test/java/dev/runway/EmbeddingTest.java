@@ -1,5 +1,6 @@
 package dev.runway;
 
+import dev.runway.support.TempFiles;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -67,7 +68,7 @@ class EmbeddingTest {
   @BothDatabases
   void first_start_of_an_empty_database_makes_one_admin_key_and_loads_workflow_files(TestDatabase db)
       throws Exception {
-    Path dir = Files.createTempDirectory("runway-workflows-");
+    Path dir = TempFiles.dir("runway-workflows-");
     Files.writeString(dir.resolve("hello.json"), "{\"name\":\"Hello\",\"steps\":[]}");
     Settings settings = db.settingsForFreshDatabase()
         .with("bootstrap.admin_key", "true")
@@ -93,7 +94,7 @@ class EmbeddingTest {
   @BothDatabases
   void a_start_that_fails_after_the_server_listens_stops_the_server_and_the_engine(TestDatabase db)
       throws Exception {
-    Path dir = Files.createTempDirectory("runway-workflows-");
+    Path dir = TempFiles.dir("runway-workflows-");
     Files.writeString(dir.resolve("broken.json"), "{\"name\": ");
     int port;
     try (ServerSocket probe = new ServerSocket(0, 0, InetAddress.getLoopbackAddress())) {

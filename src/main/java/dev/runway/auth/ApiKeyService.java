@@ -92,6 +92,11 @@ public final class ApiKeyService {
     return new CreatedKey(key, record);
   }
 
+  /** Every workspace, with how many active keys it has. */
+  public List<WorkspaceDao.WithKeys> workspaces() {
+    return jdbi.withExtension(WorkspaceDao.class, WorkspaceDao::listWithKeys);
+  }
+
   public List<ApiKey> list(String workspaceId) {
     return jdbi.withExtension(ApiKeyDao.class, dao -> dao.list(workspaceId));
   }

@@ -18,7 +18,7 @@ import java.util.Set;
 public final class KeysCommand {
   public static final String USAGE = """
       usage: runway keys create --workspace W [--name N] [--scopes S1,S2] [--projects P1,P2] [--expires-in-days D]
-             runway keys list --workspace W
+             runway keys list [--workspace W]   (without it: the workspaces, with their active keys)
              runway keys revoke KEY_ID
       scopes: runs:write, runs:read, approvals:write, workflows:write, crm:write, crm:read, admin
         (default: all, also scopes added by later versions)""";
@@ -69,7 +69,14 @@ public final class KeysCommand {
   }
 
   private int list(Map<String, String> options) {
-    String workspace = required(options, "workspace");
+    if (!options.containsKey("workspace")) {
+      out.printf("%-40s %-24s %s%n", "WORKSPACE", "CREATED", "ACTIVE KEYS");
+      for (var w : keys.workspaces()) {
+        out.printf("%-40s %-24s %d%n", w.id(), Json.TIME.format(w.createdAt()), w.activeKeys());
+      }
+      return 0;
+    }
+    String workspace = options.get("workspace");
     out.printf("%-30s %-20s %-50s %-24s %s%n", "ID", "NAME", "SCOPES", "CREATED", "STATE");
     for (ApiKey key : keys.list(workspace)) {
       String state = key.revokedAt() != null ? "revoked " + Json.TIME.format(key.revokedAt())

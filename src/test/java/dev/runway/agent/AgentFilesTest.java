@@ -1,5 +1,6 @@
 package dev.runway.agent;
 
+import dev.runway.support.TempFiles;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -20,7 +21,7 @@ class AgentFilesTest {
 
   @BothDatabases
   void each_json_file_is_the_agent_named_by_the_file(Api api) throws Exception {
-    Path dir = Files.createTempDirectory("runway-agents-");
+    Path dir = TempFiles.dir("runway-agents-");
     Files.writeString(dir.resolve("helper.json"), "{\"model\":\"llama3.1\",\"instructions\":\"Help.\"}");
     Files.writeString(dir.resolve("notes.txt"), "not an agent");
     assertEquals(List.of("helper"), files(api).load(dir));
@@ -33,7 +34,7 @@ class AgentFilesTest {
 
   @BothDatabases
   void a_bad_file_stops_the_start_with_a_message_naming_the_file_and_the_field(Api api) throws Exception {
-    Path dir = Files.createTempDirectory("runway-agents-");
+    Path dir = TempFiles.dir("runway-agents-");
     Files.writeString(dir.resolve("broken.json"), "{\"model\":\"m\",\"tools\":[{\"name\":\"t\"}]}");
     IllegalStateException e = assertThrows(IllegalStateException.class, () -> files(api).load(dir));
     assertTrue(e.getMessage().contains("broken.json") && e.getMessage().contains("tools[0].url"), e.getMessage());

@@ -1,5 +1,6 @@
 package dev.runway.api;
 
+import dev.runway.support.TempFiles;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -31,7 +32,7 @@ class DatabaseOutageTest {
     Settings base = db.settingsForFreshDatabase();
     String url;
     if (db == TestDatabase.H2) {
-      Path dir = Files.createTempDirectory("runway-h2-tcp-");
+      Path dir = TempFiles.dir("runway-h2-tcp-");
       h2Server = Server.createTcpServer("-tcpPort", "0", "-ifNotExists", "-baseDir", dir.toString()).start();
       targetPort = h2Server.getPort();
     } else {

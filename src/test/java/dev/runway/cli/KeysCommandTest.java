@@ -154,6 +154,23 @@ class KeysCommandTest {
   }
 
   @BothDatabases
+  void list_without_a_workspace_shows_the_workspaces_with_their_active_keys(Api api) {
+    String other = Api.newWorkspaceId();
+    String revoked = create(api, "create", "--workspace", other, "--name", "gone");
+    create(api, "create", "--workspace", other, "--name", "kept");
+    api.services().keys().list(other).stream().filter(k -> k.name().equals("gone"))
+        .forEach(k -> api.services().keys().revoke(k.id()));
+    Outcome listed = keys(api, "list");
+    assertEquals(0, listed.exitCode());
+    assertTrue(listed.lines().get(0).startsWith("WORKSPACE"), listed.out());
+    String line = listed.lines().stream().filter(l -> l.startsWith(other + " ")).findFirst()
+        .orElseThrow(() -> new AssertionError("no line for " + other + " in " + listed.out()));
+    assertTrue(line.endsWith(" 1"), () -> "one active key: " + line);
+    assertTrue(listed.lines().stream().anyMatch(l -> l.startsWith(api.workspace + " ")));
+    assertFalse(listed.out().contains(revoked.substring(4)));
+  }
+
+  @BothDatabases
   void list_of_another_workspace_does_not_show_this_workspaces_keys(Api api) {
     String other = Api.newWorkspaceId();
     create(api, "create", "--workspace", other, "--name", "theirs");
@@ -208,7 +225,6 @@ class KeysCommandTest {
         {"create", "--workspace", "Not A Slug"},
         {"create", "--workspace", api.workspace, "--projects", "a,B"},
         {"create", "--workspace", api.workspace, "--expires-in-days", "soon"},
-        {"list"},
         {"list", "--workspace", api.workspace, "--name", "x"},
         {"revoke"},
         {"revoke", "key_a", "key_b"},

@@ -1,5 +1,6 @@
 package dev.runway.db;
 
+import dev.runway.support.TempFiles;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -28,7 +29,7 @@ class H2FileDatabaseTest {
 
   @Test
   void a_new_database_gets_a_generated_password_kept_owner_only_beside_it() throws Exception {
-    Path dir = Files.createTempDirectory("runway-h2-password-");
+    Path dir = TempFiles.dir("runway-h2-password-");
     String url = "jdbc:h2:file:" + dir.resolve("data/runway");
 
     Database.open(settings(url, "")).close();
@@ -50,7 +51,7 @@ class H2FileDatabaseTest {
 
   @Test
   void a_database_made_with_an_empty_password_is_moved_to_a_generated_one_and_keeps_its_data() throws Exception {
-    Path dir = Files.createTempDirectory("runway-h2-legacy-");
+    Path dir = TempFiles.dir("runway-h2-legacy-");
     String url = "jdbc:h2:file:" + dir.resolve("runway");
     try (Connection c = DriverManager.getConnection(url, "sa", ""); Statement s = c.createStatement()) {
       s.execute("CREATE SCHEMA legacy");
@@ -68,7 +69,7 @@ class H2FileDatabaseTest {
 
   @Test
   void a_move_interrupted_before_the_password_was_set_is_finished_at_the_next_start() throws Exception {
-    Path dir = Files.createTempDirectory("runway-h2-interrupted-");
+    Path dir = TempFiles.dir("runway-h2-interrupted-");
     String url = "jdbc:h2:file:" + dir.resolve("runway");
     DriverManager.getConnection(url, "sa", "").close();
     Files.writeString(dir.resolve("runway.password.new"), "written-before-the-crash\n");
@@ -83,7 +84,7 @@ class H2FileDatabaseTest {
 
   @Test
   void a_move_interrupted_after_the_password_was_set_is_finished_at_the_next_start() throws Exception {
-    Path dir = Files.createTempDirectory("runway-h2-interrupted-");
+    Path dir = TempFiles.dir("runway-h2-interrupted-");
     String url = "jdbc:h2:file:" + dir.resolve("runway");
     DriverManager.getConnection(url, "sa", "set-before-the-crash").close();
     Files.writeString(dir.resolve("runway.password.new"), "set-before-the-crash\n");
@@ -97,7 +98,7 @@ class H2FileDatabaseTest {
 
   @Test
   void a_database_whose_password_is_unknown_fails_at_once_naming_the_setting() throws Exception {
-    Path dir = Files.createTempDirectory("runway-h2-unknown-");
+    Path dir = TempFiles.dir("runway-h2-unknown-");
     String url = "jdbc:h2:file:" + dir.resolve("runway");
     DriverManager.getConnection(url, "sa", "someone-elses").close();
 
@@ -115,7 +116,7 @@ class H2FileDatabaseTest {
 
   @Test
   void a_configured_password_is_used_as_is_and_no_file_is_written() throws Exception {
-    Path dir = Files.createTempDirectory("runway-h2-configured-");
+    Path dir = TempFiles.dir("runway-h2-configured-");
     String url = "jdbc:h2:file:" + dir.resolve("runway");
 
     Database.open(settings(url, "chosen-by-the-operator")).close();
@@ -141,7 +142,7 @@ class H2FileDatabaseTest {
 
   @Test
   void the_directory_is_made_owner_only_when_it_holds_only_the_database() throws Exception {
-    Path dir = Files.createTempDirectory("runway-h2-own-dir-");
+    Path dir = TempFiles.dir("runway-h2-own-dir-");
     assumeTrue(posix(dir));
     Files.setPosixFilePermissions(dir, PosixFilePermissions.fromString("rwxr-xr-x"));
     Path data = Files.writeString(dir.resolve("runway.mv.db"), "");
@@ -155,7 +156,7 @@ class H2FileDatabaseTest {
 
   @Test
   void a_directory_shared_with_other_files_is_left_as_it_is_but_the_database_files_are_owner_only() throws Exception {
-    Path dir = Files.createTempDirectory("runway-h2-shared-dir-");
+    Path dir = TempFiles.dir("runway-h2-shared-dir-");
     assumeTrue(posix(dir));
     Files.setPosixFilePermissions(dir, PosixFilePermissions.fromString("rwxr-xr-x"));
     Path data = Files.writeString(dir.resolve("runway.mv.db"), "");

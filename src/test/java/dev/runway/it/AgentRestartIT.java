@@ -1,5 +1,6 @@
 package dev.runway.it;
 
+import dev.runway.support.TempFiles;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -54,7 +55,7 @@ class AgentRestartIT {
           "RUNWAY_ENGINE_LEASE_SECONDS", "1",
           "RUNWAY_ENGINE_POLL_INTERVAL_MS", "100",
           "RUNWAY_AGENTS_MODEL_BASE_URL", model.baseUrl(),
-          "RUNWAY_AGENTS_MODEL_TIMEOUT_MS", "5000"), Files.createTempDirectory("runway-agent-restart-"));
+          "RUNWAY_AGENTS_MODEL_TIMEOUT_MS", "5000"), TempFiles.dir("runway-agent-restart-"));
       String key = server.command("keys", "create", "--workspace", "ops", "--name", "restart").trim();
       try {
         server.start();

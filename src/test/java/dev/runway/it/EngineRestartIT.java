@@ -1,5 +1,6 @@
 package dev.runway.it;
 
+import dev.runway.support.TempFiles;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -147,7 +148,7 @@ class EngineRestartIT {
         "RUNWAY_WORKFLOWS_DIR", "",
         "RUNWAY_ENGINE_HTTP_ALLOW_PRIVATE_NETWORKS", "true",
         "RUNWAY_ENGINE_LEASE_SECONDS", "1",
-        "RUNWAY_ENGINE_POLL_INTERVAL_MS", "100"), Files.createTempDirectory(dirPrefix));
+        "RUNWAY_ENGINE_POLL_INTERVAL_MS", "100"), TempFiles.dir(dirPrefix));
   }
 
   /** A tool's answer: 200 with {"ok":true}. */

@@ -1,5 +1,6 @@
 package dev.runway.it;
 
+import dev.runway.support.TempFiles;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -54,9 +55,9 @@ class H2DatabaseIT {
 
   @BeforeAll
   static void start() throws Exception {
-    database = Files.createTempDirectory("runway-h2-it-").resolve("data").resolve("runway");
+    database = TempFiles.dir("runway-h2-it-").resolve("data").resolve("runway");
     env = env(database);
-    server = new RunwayProcess(env, Files.createTempDirectory("runway-h2-it-server-"));
+    server = new RunwayProcess(env, TempFiles.dir("runway-h2-it-server-"));
     server.start();
   }
 
@@ -115,7 +116,7 @@ class H2DatabaseIT {
     // Archived: a second server that loaded the workflow files would restore it.
     assertEquals(200, send(server, "DELETE", "/v1/workflows/hello", key()).statusCode());
 
-    RunwayProcess second = new RunwayProcess(env, Files.createTempDirectory("runway-h2-it-second-"));
+    RunwayProcess second = new RunwayProcess(env, TempFiles.dir("runway-h2-it-second-"));
     long t0 = System.nanoTime();
     RunwayProcess.Result r = second.run(30);
     long ms = (System.nanoTime() - t0) / 1_000_000;
@@ -138,8 +139,8 @@ class H2DatabaseIT {
 
   @Test
   void a_port_in_use_stops_the_start_with_one_line_and_closes_the_database() throws Exception {
-    Path other = Files.createTempDirectory("runway-h2-it-port-").resolve("runway");
-    RunwayProcess process = new RunwayProcess(env(other), Files.createTempDirectory("runway-h2-it-port-"));
+    Path other = TempFiles.dir("runway-h2-it-port-").resolve("runway");
+    RunwayProcess process = new RunwayProcess(env(other), TempFiles.dir("runway-h2-it-port-"));
 
     RunwayProcess.Result r = process.runWithEnv(Map.of("RUNWAY_HTTP_PORT", Integer.toString(server.port)));
 
@@ -155,13 +156,13 @@ class H2DatabaseIT {
 
   @Test
   void a_database_made_with_an_empty_password_gets_a_generated_one_at_start_and_keeps_its_data() throws Exception {
-    Path old = Files.createTempDirectory("runway-h2-it-old-").resolve("runway");
+    Path old = TempFiles.dir("runway-h2-it-old-").resolve("runway");
     try (Connection c = DriverManager.getConnection("jdbc:h2:file:" + old, "sa", ""); Statement s = c.createStatement()) {
       s.execute("CREATE SCHEMA legacy");
       s.execute("CREATE TABLE legacy.marker (note VARCHAR(20))");
       s.execute("INSERT INTO legacy.marker VALUES ('kept')");
     }
-    RunwayProcess process = new RunwayProcess(env(old), Files.createTempDirectory("runway-h2-it-old-"));
+    RunwayProcess process = new RunwayProcess(env(old), TempFiles.dir("runway-h2-it-old-"));
     try {
       process.start();
       assertTrue(process.logged("has a generated password now"), process.log());

@@ -1,5 +1,6 @@
 package dev.runway.it;
 
+import dev.runway.support.TempFiles;
 import dev.runway.support.TestDatabase;
 import java.io.IOException;
 import java.net.ServerSocket;
@@ -48,7 +49,7 @@ final class RunwayProcess {
         "RUNWAY_DB_PASSWORD", fresh.get("db.password"),
         "RUNWAY_WORKFLOWS_DIR", Path.of("config/workflows").toAbsolutePath().toString()));
     all.putAll(env);
-    return new RunwayProcess(all, Files.createTempDirectory(dirPrefix));
+    return new RunwayProcess(all, TempFiles.dir(dirPrefix));
   }
 
   /** The value the server gets of this environment variable (e.g. RUNWAY_DB_URL), or null. */

@@ -1,5 +1,6 @@
 package dev.runway.it;
 
+import dev.runway.support.TempFiles;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -13,7 +14,7 @@ class StartupIT {
 
   @Test
   void a_bad_setting_in_the_environment_stops_start_up_with_one_line_naming_it() throws Exception {
-    Path dir = Files.createTempDirectory("runway-startup-");
+    Path dir = TempFiles.dir("runway-startup-");
     RunwayProcess.Result r = new RunwayProcess(Map.of("RUNWAY_DB_URL", "jdbc:h2:file:" + dir.resolve("db")), dir)
         .runWithEnv(Map.of("RUNWAY_HTTP_PORT", "abc"));
     assertEquals(2, r.exitCode(), r.stderr());
@@ -23,7 +24,7 @@ class StartupIT {
 
   @Test
   void an_unknown_key_in_the_config_file_stops_start_up_with_one_line_naming_it() throws Exception {
-    Path dir = Files.createTempDirectory("runway-startup-");
+    Path dir = TempFiles.dir("runway-startup-");
     Path file = dir.resolve("runway.properties");
     Files.writeString(file, "http.prot=9090\n");
     RunwayProcess.Result r = new RunwayProcess(Map.of("RUNWAY_CONFIG", file.toString()), dir).runWithEnv(Map.of());

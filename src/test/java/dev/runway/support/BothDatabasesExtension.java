@@ -27,11 +27,11 @@ public final class BothDatabasesExtension implements TestTemplateInvocationConte
 
   static synchronized boolean postgresAvailable() {
     if (postgresReachable == null) {
-      postgresReachable = TestDatabase.postgresReachable();
+      String problem = TestDatabase.postgresProblem();
+      postgresReachable = problem == null;
       if (!postgresReachable) {
-        String line = TestDatabase.PG_REQUIRED
-            ? "PostgreSQL is not reachable at " + TestDatabase.PG_URL + " and RUNWAY_TEST_PG_REQUIRED=true: PostgreSQL tests FAIL"
-            : "PostgreSQL is not reachable at " + TestDatabase.PG_URL + ": SKIPPING every PostgreSQL test";
+        String line = "PostgreSQL at " + TestDatabase.PG_URL + ": " + problem + (TestDatabase.PG_REQUIRED
+            ? "; RUNWAY_TEST_PG_REQUIRED=true: PostgreSQL tests FAIL" : ": SKIPPING every PostgreSQL test");
         System.out.println("\n*** " + line + " ***\n");
       }
     }

@@ -46,6 +46,7 @@ public enum TestDatabase {
       ServerSettings server = ServerSettings.from(settings);
       Database database = Database.open(server);
       opened = new Opened(settings, server, Services.over(database, server, this::wakeEngine));
+      TempFiles.first(database::close); // before its files and schema go
     }
     return opened;
   }
@@ -82,12 +83,7 @@ public enum TestDatabase {
 
   /** Settings naming a new, empty database of this kind (H2 file or PostgreSQL schema). */
   public Settings settingsForFreshDatabase() {
-    Path keyDir;
-    try {
-      keyDir = Files.createTempDirectory("runway-secrets-");
-    } catch (java.io.IOException e) {
-      throw new IllegalStateException(e);
-    }
+    Path keyDir = TempFiles.dir("runway-secrets-");
     Settings base = Settings.defaults()
         .with("secrets.key_file", keyDir.resolve("secrets.key").toString())
         .with("http.port", "0")
@@ -97,17 +93,14 @@ public enum TestDatabase {
         .with("bootstrap.admin_key", "false")
         .with("engine.enabled", "false");
     if (this == H2) {
-      try {
-        Path dir = Files.createTempDirectory("runway-h2-");
-        return base.with("db.url", "jdbc:h2:file:" + dir.resolve("runway")).with("db.user", "sa").with("db.password", "");
-      } catch (java.io.IOException e) {
-        throw new IllegalStateException(e);
-      }
+      Path dir = TempFiles.dir("runway-h2-");
+      return base.with("db.url", "jdbc:h2:file:" + dir.resolve("runway")).with("db.user", "sa").with("db.password", "");
     }
     String schema = "runway_test_" + UUID.randomUUID().toString().replace("-", "").substring(0, 12);
     try (Connection c = DriverManager.getConnection(PG_URL, PG_USER, PG_PASSWORD);
          Statement s = c.createStatement()) {
       s.execute("CREATE SCHEMA " + schema);
+      TempFiles.schema(schema);
     } catch (SQLException e) {
       throw new IllegalStateException("cannot create a schema on PostgreSQL at " + PG_URL + ": " + e.getMessage(), e);
     }
@@ -117,11 +110,20 @@ public enum TestDatabase {
 
   /** Whether PostgreSQL answers at RUNWAY_TEST_PG_URL. */
   public static boolean postgresReachable() {
+    return postgresProblem() == null;
+  }
+
+  /** Why the PostgreSQL tests cannot run at RUNWAY_TEST_PG_URL, or null when they can. */
+  public static String postgresProblem() {
     try (Connection c = DriverManager.getConnection(PG_URL + (PG_URL.contains("?") ? "&" : "?") + "connectTimeout=3",
         PG_USER, PG_PASSWORD)) {
-      return c.isValid(3);
+      return c.isValid(3) ? null : "it does not answer";
     } catch (SQLException e) {
-      return false;
+      if ("3D000".equals(e.getSQLState())) {
+        return "the server answers but has no such database (create it: createdb -h 127.0.0.1 -U " + PG_USER
+            + " test, or point RUNWAY_TEST_PG_URL at another)";
+      }
+      return "it is not reachable (" + e.getMessage() + ")";
     }
   }
 

@@ -1,5 +1,6 @@
 package dev.runway.workflow;
 
+import dev.runway.support.TempFiles;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -23,7 +24,7 @@ class WorkflowFilesTest {
 
   @BothDatabases
   void loads_each_json_file_as_the_workflow_named_by_the_file(Api api) throws Exception {
-    Path dir = Files.createTempDirectory("runway-workflows-");
+    Path dir = TempFiles.dir("runway-workflows-");
     write(dir, "deploy.json", "{\"name\":\"Deploy\",\"description\":\"Ships it\",\"requires_approval\":true,"
         + "\"steps\":[{\"type\":\"http\",\"url\":\"https://tools.example.com/make\",\"headers\":{\"X-A\":\"1\"}}]}");
     write(dir, "bare.json", "{}");
@@ -58,7 +59,7 @@ class WorkflowFilesTest {
 
   @BothDatabases
   void loads_into_the_given_workspace_only(Api api) throws Exception {
-    Path dir = Files.createTempDirectory("runway-workflows-");
+    Path dir = TempFiles.dir("runway-workflows-");
     write(dir, "elsewhere.json", "{}");
     String other = Api.newWorkspaceId();
 
@@ -70,7 +71,7 @@ class WorkflowFilesTest {
 
   @BothDatabases
   void loading_again_replaces_changed_definitions_and_keeps_created_at(Api api) throws Exception {
-    Path dir = Files.createTempDirectory("runway-workflows-");
+    Path dir = TempFiles.dir("runway-workflows-");
     write(dir, "deploy.json", "{\"requires_approval\":false}");
     WorkflowFiles files = new WorkflowFiles(api.services().workflows());
     files.load(dir, api.workspace);
@@ -106,7 +107,7 @@ class WorkflowFilesTest {
         {"has space.json", "{}"},
     };
     for (String[] c : cases) {
-      Path dir = Files.createTempDirectory("runway-workflows-");
+      Path dir = TempFiles.dir("runway-workflows-");
       write(dir, c[0], c[1]);
       IllegalStateException e = assertThrows(IllegalStateException.class, () -> files.load(dir, api.workspace), c[0]);
       assertTrue(e.getMessage().contains(c[0]), () -> "message names the file " + c[0] + ": " + e.getMessage());
@@ -121,10 +122,10 @@ class WorkflowFilesTest {
   @BothDatabases
   void a_missing_or_absent_dir_loads_nothing(Api api) throws Exception {
     WorkflowFiles files = new WorkflowFiles(api.services().workflows());
-    Path missing = Files.createTempDirectory("runway-workflows-").resolve("no-such-dir");
+    Path missing = TempFiles.dir("runway-workflows-").resolve("no-such-dir");
     assertEquals(List.of(), files.load(missing, api.workspace));
     assertEquals(List.of(), files.load(null, api.workspace));
-    assertEquals(List.of(), files.load(Files.createTempDirectory("runway-workflows-"), api.workspace));
+    assertEquals(List.of(), files.load(TempFiles.dir("runway-workflows-"), api.workspace));
     api.test(http -> assertEquals(0, http.get("/v1/workflows").json().get("data").size()));
   }
 
@@ -159,7 +160,7 @@ class WorkflowFilesTest {
   }
 
   private static String message(WorkflowFiles files, String workspace, String name, String content) throws Exception {
-    Path dir = Files.createTempDirectory("runway-workflows-");
+    Path dir = TempFiles.dir("runway-workflows-");
     write(dir, name, content);
     return assertThrows(IllegalStateException.class, () -> files.load(dir, workspace)).getMessage();
   }
