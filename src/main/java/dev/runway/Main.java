@@ -183,37 +183,28 @@ public final class Main {
   }
 
   private static int accounts(List<String> args) {
-    System.setProperty("org.slf4j.simpleLogger.defaultLogLevel", "warn");
-    if (args.isEmpty() || args.contains("--help") || args.contains("-h")) {
-      System.out.println(AccountsCommand.USAGE);
-      return args.isEmpty() ? 2 : 0;
-    }
-    ServerSettings settings = ServerSettings.from(Settings.load(System.getenv()));
-    try (Database database = Database.open(settings)) {
-      return new AccountsCommand(Services.over(database, settings, () -> { }).accounts(), System.out,
-          new java.io.BufferedReader(new java.io.InputStreamReader(System.in, java.nio.charset.StandardCharsets.UTF_8)),
-          System.console()).run(args);
-    } catch (IllegalArgumentException e) {
-      System.err.println("runway: " + e.getMessage() + "\n" + AccountsCommand.USAGE);
-      return 2;
-    } catch (DatabaseInUseException e) {
-      System.err.println("runway: " + e.getMessage());
-      return EXIT_DATABASE_IN_USE;
-    }
+    return onDatabase(args, AccountsCommand.USAGE, services -> new AccountsCommand(services.accounts(), System.out,
+        new java.io.BufferedReader(new java.io.InputStreamReader(System.in, java.nio.charset.StandardCharsets.UTF_8)),
+        System.console()).run(args));
   }
 
   private static int keys(List<String> args) {
+    return onDatabase(args, KeysCommand.USAGE, services -> new KeysCommand(services.keys(), System.out).run(args));
+  }
+
+  /** Runs a command line tool on the configured database; its usage for --help, no arguments or bad ones. */
+  private static int onDatabase(List<String> args, String usage, java.util.function.ToIntFunction<Services> command) {
     // stdout carries the command's answer (a new key alone); start-up chatter would only be noise.
     System.setProperty("org.slf4j.simpleLogger.defaultLogLevel", "warn");
     if (args.isEmpty() || args.contains("--help") || args.contains("-h")) {
-      System.out.println(KeysCommand.USAGE);
+      System.out.println(usage);
       return args.isEmpty() ? 2 : 0;
     }
     ServerSettings settings = ServerSettings.from(Settings.load(System.getenv()));
     try (Database database = Database.open(settings)) {
-      return new KeysCommand(Services.over(database, settings, () -> { }).keys(), System.out).run(args);
+      return command.applyAsInt(Services.over(database, settings, () -> { }));
     } catch (IllegalArgumentException e) {
-      System.err.println("runway: " + e.getMessage() + "\n" + KeysCommand.USAGE);
+      System.err.println("runway: " + e.getMessage() + "\n" + usage);
       return 2;
     } catch (DatabaseInUseException e) {
       System.err.println("runway: " + e.getMessage());

@@ -20,6 +20,7 @@ import java.util.Locale;
 import java.util.Optional;
 import java.util.Set;
 import java.util.regex.Pattern;
+import org.jdbi.v3.core.Handle;
 import org.jdbi.v3.core.Jdbi;
 
 /**
@@ -55,9 +56,28 @@ public final class AccountService {
    * start, usable once), the account takes the workspace that code was made for instead.
    */
   public Account signUp(String email, String password, String setupCode) {
+    String claimed = setupCode == null || setupCode.isBlank() ? null : claimableWorkspace(setupCode.strip());
+    return insert(email, password, (h, now) -> {
+      if (claimed == null) {
+        String workspace = newWorkspaceId(email.strip().toLowerCase(Locale.ROOT));
+        h.attach(WorkspaceDao.class).insert(workspace, now);
+        return workspace;
+      }
+      // Used once: the code's row goes in the same transaction as the account.
+      if (h.createUpdate("DELETE FROM console_setup_code WHERE workspace_id = :ws").bind("ws", claimed).execute() != 1) {
+        throw new ConsoleException(400, "setup_code", "This setup code has been used already.");
+      }
+      return claimed;
+    });
+  }
+
+  /**
+   * A new account after checking its email and password, in the workspace {@code workspace} picks
+   * (or makes) in the account's transaction; 409 if the email has an account already.
+   */
+  private Account insert(String email, String password, java.util.function.BiFunction<Handle, Instant, String> workspace) {
     String normalized = checkEmail(email);
     checkPassword(password, normalized);
-    String claimed = setupCode == null || setupCode.isBlank() ? null : claimableWorkspace(setupCode.strip());
     String hash = hasher.hash(password);
     Instant now = Time.now();
     return SqlErrors.retryOnUniqueViolation(() -> jdbi.inTransaction(h -> {
@@ -65,17 +85,8 @@ public final class AccountService {
       if (accounts.findByEmail(normalized).isPresent()) {
         throw new ConsoleException(409, "email", "An account with this email exists already. Sign in instead.");
       }
-      String workspace = claimed;
-      if (workspace != null) {
-        // Used once: the code's row goes in the same transaction as the account.
-        if (h.createUpdate("DELETE FROM console_setup_code WHERE workspace_id = :ws").bind("ws", workspace).execute() != 1) {
-          throw new ConsoleException(400, "setup_code", "This setup code has been used already.");
-        }
-      } else {
-        workspace = newWorkspaceId(normalized);
-        h.attach(WorkspaceDao.class).insert(workspace, now);
-      }
-      Account account = new Account(Ids.newId("acct", now.toEpochMilli()), normalized, hash, workspace, now, 0, null);
+      Account account = new Account(Ids.newId("acct", now.toEpochMilli()), normalized, hash, workspace.apply(h, now), now,
+          0, null);
       accounts.insert(account);
       return account;
     }));
@@ -118,20 +129,10 @@ public final class AccountService {
     if (!Slugs.isSlug(workspaceId)) {
       throw new ConsoleException(400, "workspace", "the workspace must be a slug: " + Slugs.RULE);
     }
-    String normalized = checkEmail(email);
-    checkPassword(password, normalized);
-    String hash = hasher.hash(password);
-    Instant now = Time.now();
-    return SqlErrors.retryOnUniqueViolation(() -> jdbi.inTransaction(h -> {
-      AccountDao accounts = h.attach(AccountDao.class);
-      if (accounts.findByEmail(normalized).isPresent()) {
-        throw new ConsoleException(409, "email", "an account with this email exists already");
-      }
+    return insert(email, password, (h, now) -> {
       h.attach(WorkspaceDao.class).ensure(workspaceId, now);
-      Account account = new Account(Ids.newId("acct", now.toEpochMilli()), normalized, hash, workspaceId, now, 0, null);
-      accounts.insert(account);
-      return account;
-    }));
+      return workspaceId;
+    });
   }
 
   /** Sets a new password from the command line; the account's sessions end and its lockout lifts. */
