@@ -26,7 +26,6 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.ThreadLocalRandom;
-import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.stream.Collectors;
@@ -50,9 +49,9 @@ public final class WebhookDispatcher implements AutoCloseable {
   private static final Duration MAX_DELAY = Duration.ofHours(10);
   private static final Duration MAX_RETRY_AFTER = Duration.ofHours(24);
   static final int MAX_RESPONSE_EXCERPT = 2048;
-  /** Looking past the endpoints at their bound (see claimAndSend) takes at most 1/this of the dispatcher's time... */
+  /** Looking past the endpoints without room (see claimAndSend) takes at most 1/this of the dispatcher's time... */
   private static final long LOOK_PAST_SHARE = 10;
-  /** ...and happens at most this often. */
+  /** ...and happens at most this often: the wait after a look that found something. */
   private static final long LOOK_PAST_MIN_NANOS = 50_000_000;
   /** Most outcomes recorded in one write. */
   private static final int RECORD_BATCH = 256;
@@ -71,8 +70,6 @@ public final class WebhookDispatcher implements AutoCloseable {
   private final Map<String, Lane> lanes = new ConcurrentHashMap<>();
   /** Outcomes not yet handed to the group commit, in the order their attempts ended. */
   private final Queue<Outcome> outcomes = new ConcurrentLinkedQueue<>();
-  /** Set while a write of outcomes is on its way: those that end meanwhile go together in the next. */
-  private final AtomicBoolean recording = new AtomicBoolean();
   /** Each endpoint's live secrets, decrypted, with the stored values they were decrypted from. */
   private final Map<String, Secrets> secrets = new ConcurrentHashMap<>();
   private final Thread thread;
@@ -81,6 +78,7 @@ public final class WebhookDispatcher implements AutoCloseable {
   private boolean woken;
   /** Looking past the deliveries of endpoints at their bound (see claimAndSend): when next, whether going on, wanted. */
   private long lookPastAt = System.nanoTime();
+  private long lookPastEvery = LOOK_PAST_MIN_NANOS;
   private boolean lookingPast;
   private boolean lookPastWanted;
   private volatile boolean closing;
@@ -158,12 +156,14 @@ public final class WebhookDispatcher implements AutoCloseable {
    * means reading past every due delivery of those endpoints (the index is by due time): under a
    * backlog of ten thousands, that cost far more than the deliveries it found, and with one busy
    * endpoint nearly every round did it and found none. So a round looks past them only once
-   * {@link #LOOK_PAST_SHARE} times as long as the last such look took has gone by (at least
-   * {@link #LOOK_PAST_MIN_NANOS}), and then as long as it keeps finding full batches: another
-   * endpoint's deliveries wait that long at most behind the backlog of a slow one, and the looking
-   * takes at most a tenth of this thread's time.
+   * {@link #LOOK_PAST_SHARE} times as long as the last such look took has gone by (it then takes at
+   * most a tenth of this thread's time), and at least {@link #LOOK_PAST_MIN_NANOS} after a look that
+   * found deliveries, twice as long as the time before after one that found none, up to
+   * webhooks.poll_interval_ms; it goes on looking as long as it finds full batches. Another
+   * endpoint's deliveries wait that long at most behind the backlog of a busy or slow one.
    */
   private boolean claimAndSend() {
+    recordOutcomes();
     int room = Math.min(CLAIM_BATCH, settings.maxInFlight() - inFlight.get());
     if (room <= 0) {
       return false;
@@ -181,7 +181,8 @@ public final class WebhookDispatcher implements AutoCloseable {
     List<DispatchQueries.Due> due = service.jdbi().withHandle(h ->
         DispatchQueries.due(h.getConnection(), now, lookPast ? full : Set.of(), room));
     if (lookPast) {
-      lookPastAt = System.nanoTime() + Math.max(LOOK_PAST_MIN_NANOS, (System.nanoTime() - started) * LOOK_PAST_SHARE);
+      lookPastEvery = due.isEmpty() ? Math.min(2 * lookPastEvery, settings.pollInterval().toNanos()) : LOOK_PAST_MIN_NANOS;
+      lookPastAt = System.nanoTime() + Math.max(lookPastEvery, (System.nanoTime() - started) * LOOK_PAST_SHARE);
       lookingPast = due.size() == room;
     }
     // No more per endpoint than it has room for.
@@ -355,7 +356,7 @@ public final class WebhookDispatcher implements AutoCloseable {
     WebhookAttempt attempt = endpoint == null || !endpoint.enabled() ? null : new WebhookAttempt(c.id(), attempts,
         started, (int) Duration.between(started, now).toMillis(), status, excerpt(answer), why);
     outcomes.add(new Outcome(c, token, endpoint, outcome, attempts, next, status, why, attempt, gone, now));
-    recordOutcomes();
+    wake(); // the next round hands it to the group commit
   }
 
   /** An attempt's outcome, to be recorded. */
@@ -368,23 +369,23 @@ public final class WebhookDispatcher implements AutoCloseable {
   }
 
   /**
-   * Hands the outcomes waiting to the group commit, one write per workspace, unless such writes
-   * are on their way already: once they are committed, this runs again for those that ended
-   * meanwhile. So under load many outcomes share a write, and at rest each goes at once.
+   * Hands the outcomes waiting to the group commit, one write per workspace (of the dispatcher's
+   * thread, at the start of each round; of the closing thread at close). The round's claim follows
+   * at once, so on H2 both usually share one commit: outcomes recorded on their own were a commit
+   * (a chunk written to the file) for every few deliveries.
    */
   private void recordOutcomes() {
-    while (!outcomes.isEmpty() && recording.compareAndSet(false, true)) {
+    while (!outcomes.isEmpty()) {
       List<Outcome> batch = new ArrayList<>();
       for (Outcome o = outcomes.poll(); o != null; o = batch.size() < RECORD_BATCH ? outcomes.poll() : null) {
         batch.add(o);
       }
       Map<String, List<Outcome>> byWorkspace = new LinkedHashMap<>();
       batch.forEach(o -> byWorkspace.computeIfAbsent(o.c().workspaceId(), k -> new ArrayList<>()).add(o));
-      List<CompletableFuture<Void>> writes = new ArrayList<>();
       for (Map.Entry<String, List<Outcome>> e : byWorkspace.entrySet()) {
         List<Outcome> theirs = e.getValue();
         try {
-          writes.add(service.committer().submit(e.getKey(), tx -> {
+          service.committer().submit(e.getKey(), tx -> {
             record(tx, theirs);
             return (Void) null;
           }).whenComplete((ok, failed) -> {
@@ -393,20 +394,11 @@ public final class WebhookDispatcher implements AutoCloseable {
                   failed.getMessage());
             }
             release(theirs.size());
-          }));
+          });
         } catch (OverloadedException overloaded) {
           release(theirs.size()); // the leases expire and the deliveries are attempted again
         }
       }
-      if (writes.isEmpty()) {
-        recording.set(false); // none was taken (the commit is overloaded)
-        continue;
-      }
-      CompletableFuture.allOf(writes.toArray(CompletableFuture[]::new)).whenComplete((ok, failed) -> {
-        recording.set(false);
-        recordOutcomes();
-      });
-      return; // the rest once these are committed
     }
   }
 
@@ -574,6 +566,7 @@ public final class WebhookDispatcher implements AutoCloseable {
       }
       long until = System.nanoTime() + 5_000_000_000L;
       while (inFlight.get() > 0 && System.nanoTime() < until) {
+        recordOutcomes();
         Thread.sleep(20);
       }
     } catch (InterruptedException e) {
