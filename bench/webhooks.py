@@ -471,6 +471,9 @@ def table(db, rounds, args):
     add("deliveries pending when the load stopped", "", [r["on"]["pending_at_end"] for r in rounds], "%d")
     add("time to drain them, s", "", [r["on"]["drain_s"] for r in rounds], "%.1f")
     add("deliveries/s while draining (no run starts)", "", [r["on"]["drain_rate"] for r in rounds], "%.0f")
+    add("  server CPU per delivery while draining, ms", "",
+        [r["on"]["drain_cpu"]["server"] / r["on"]["drain_rate"] * 1000 if r["on"]["drain_rate"]
+         and r["on"]["drain_cpu"].get("server") is not None else None for r in rounds], "%.3f")
     add("  CPU server/receiver/machine", "", ["%.2f/%.2f/%.2f" % (r["on"]["drain_cpu"].get("server") or 0,
                                                                  r["on"]["drain_cpu"].get("receiver") or 0,
                                                                  r["on"]["drain_cpu"].get("machine") or 0)
@@ -514,8 +517,8 @@ def main():
     parser.add_argument("--connections", type=int, default=32, help="wrk's connections (default 32)")
     parser.add_argument("--rate", type=float, default=10, help="run starts a second in the latency phase (default 10)")
     parser.add_argument("--latency-seconds", type=int, default=15, help="length of the latency phase (default 15)")
-    parser.add_argument("--warmup", type=int, default=30, help="seconds of warm-up load, half with the endpoint"
-                        " (default 30)")
+    parser.add_argument("--warmup", type=int, default=60, help="seconds of warm-up load, half with the endpoint"
+                        " (default 60: the JIT compiles for about that long on 2 cores)")
     parser.add_argument("--drain-timeout", type=int, default=120, help="longest wait for a backlog (default 120)")
     args = parser.parse_args()
     if args.rounds < 1 or args.seconds < 1 or args.connections < 1 or args.rate <= 0 or args.latency_seconds < 1:
