@@ -85,9 +85,9 @@ def jvm_options():
 
 class Runway:
     """target/runway.jar on the database given (by default a fresh H2 file database in a temp dir),
-    with an all-scopes key of workspace bench."""
+    with an all-scopes key of workspace bench; `extra_env` adds or overrides settings (bench/webhooks.py)."""
 
-    def __init__(self, db_url=None, db_user=None, db_password=None):
+    def __init__(self, db_url=None, db_user=None, db_password=None, extra_env=None):
         self.work = tempfile.mkdtemp(prefix="runway-bench-")
         self.port = free_port()
         self.host = "127.0.0.1"
@@ -100,6 +100,7 @@ class Runway:
             env.update(RUNWAY_DB_USER=db_user, RUNWAY_DB_PASSWORD=db_password or "")
         env.setdefault("MALLOC_ARENA_MAX", "2")  # as ./run.sh sets it
         env.pop("RUNWAY_CONFIG", None)
+        env.update(extra_env or {})
         try:
             keys = subprocess.run(["java", "-jar", JAR, "keys", "create", "--workspace", WORKSPACE, "--name", "bench"],
                                   env=env, cwd=self.work, capture_output=True, text=True)
@@ -210,8 +211,8 @@ def psql(sql, database="postgres"):
 class PostgresDatabase:
     """A fresh database on the PostgreSQL server, dropped by drop()."""
 
-    def __init__(self):
-        self.name = "runway_bench_crm_%d" % os.getpid()
+    def __init__(self, prefix="runway_bench_crm"):
+        self.name = "%s_%d" % (prefix, os.getpid())
         self.url = "jdbc:postgresql://%s:%s/%s" % (PG_HOST, PG_PORT, self.name)
         psql("DROP DATABASE IF EXISTS %s" % self.name)  # left over by an earlier run of this pid, if any
         ok, out = psql("CREATE DATABASE %s" % self.name)

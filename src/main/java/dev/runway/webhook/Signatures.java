@@ -16,6 +16,13 @@ import javax.crypto.spec.SecretKeySpec;
 public final class Signatures {
   static final String PREFIX = "whsec_";
   private static final SecureRandom RANDOM = new SecureRandom();
+  private static final ThreadLocal<Mac> MAC = ThreadLocal.withInitial(() -> {
+    try {
+      return Mac.getInstance("HmacSHA256");
+    } catch (GeneralSecurityException e) {
+      throw new IllegalStateException("HmacSHA256 is missing from this JVM", e);
+    }
+  });
 
   private Signatures() {}
 
@@ -39,7 +46,7 @@ public final class Signatures {
 
   static String sign(String secret, String id, long timestamp, byte[] body) {
     try {
-      Mac mac = Mac.getInstance("HmacSHA256");
+      Mac mac = MAC.get(); // Mac.getInstance looks the algorithm up among the providers each time
       mac.init(new SecretKeySpec(Base64.getDecoder().decode(secret.substring(PREFIX.length())), "HmacSHA256"));
       mac.update((id + "." + timestamp + ".").getBytes(StandardCharsets.UTF_8));
       return Base64.getEncoder().encodeToString(mac.doFinal(body));

@@ -1,11 +1,9 @@
 package dev.runway.webhook;
 
 import java.time.Instant;
-import java.util.Collection;
 import java.util.List;
 import java.util.Optional;
 import org.jdbi.v3.sqlobject.config.RegisterConstructorMapper;
-import org.jdbi.v3.sqlobject.customizer.BindList;
 import org.jdbi.v3.sqlobject.customizer.BindMethods;
 import org.jdbi.v3.sqlobject.customizer.Define;
 import org.jdbi.v3.sqlobject.statement.SqlQuery;
@@ -15,8 +13,6 @@ import org.jdbi.v3.sqlobject.statement.SqlUpdate;
 @RegisterConstructorMapper(WebhookEndpoint.class)
 @RegisterConstructorMapper(WebhookDelivery.class)
 @RegisterConstructorMapper(WebhookAttempt.class)
-@RegisterConstructorMapper(WebhookDao.Claimed.class)
-@RegisterConstructorMapper(WebhookDao.Due.class)
 public interface WebhookDao {
   // ---- endpoints ----
 
@@ -37,12 +33,6 @@ public interface WebhookDao {
   default List<WebhookEndpoint> endpoints(String ws, String after, int limit) {
     return endpoints(ws, after == null ? "" : "AND id < :after", after, limit);
   }
-
-  @SqlQuery("SELECT * FROM webhook_endpoint WHERE workspace_id = :ws AND enabled = TRUE")
-  List<WebhookEndpoint> enabledEndpoints(String ws);
-
-  @SqlQuery("SELECT * FROM webhook_endpoint WHERE id IN (<ids>)")
-  List<WebhookEndpoint> endpointsById(@BindList("ids") Collection<String> ids);
 
   @SqlUpdate("UPDATE webhook_endpoint SET url = :url, description = :description, event_types = :eventTypes, "
       + "enabled = :enabled, disabled_reason = :disabledReason, secret = :secret, previous_secret = :previousSecret, "
@@ -87,34 +77,6 @@ public interface WebhookDao {
 
   @SqlQuery("SELECT payload FROM webhook_message WHERE id = :id")
   Optional<String> payload(String id);
-
-  /** Due deliveries that no live lease holds, longest due first. */
-  @SqlQuery("SELECT id, endpoint_id FROM webhook_delivery WHERE next_attempt_at <= :now "
-      + "AND (lease_until IS NULL OR lease_until < :now) ORDER BY next_attempt_at LIMIT :limit")
-  List<Due> due(Instant now, int limit);
-
-  /** A due delivery and its endpoint. */
-  record Due(String id, String endpointId) {}
-
-  /** Like {@link #due(Instant, int)}, leaving out the deliveries of endpoints in {@code except}. */
-  @SqlQuery("SELECT id, endpoint_id FROM webhook_delivery WHERE next_attempt_at <= :now "
-      + "AND (lease_until IS NULL OR lease_until < :now) AND endpoint_id NOT IN (<except>) ORDER BY next_attempt_at "
-      + "LIMIT :limit")
-  List<Due> dueOutside(Instant now, @BindList("except") Collection<String> except, int limit);
-
-  /** Leases these deliveries to {@code owner} where still due and unleased; the others are someone else's. */
-  @SqlUpdate("UPDATE webhook_delivery SET lease_owner = :owner, lease_until = :until WHERE id IN (<ids>) "
-      + "AND next_attempt_at <= :now AND (lease_until IS NULL OR lease_until < :now)")
-  int claim(@BindList("ids") Collection<String> ids, String owner, Instant until, Instant now);
-
-  /** A delivery leased for an attempt, with what to send. */
-  record Claimed(String id, String workspaceId, String endpointId, String eventId, int attempts, Instant giveUpAt,
-      String payload) {}
-
-  @SqlQuery("SELECT d.id, d.workspace_id, d.endpoint_id, d.event_id, d.attempts, d.give_up_at, m.payload "
-      + "FROM webhook_delivery d JOIN webhook_message m ON m.id = d.event_id WHERE d.id IN (<ids>) "
-      + "AND d.lease_owner = :owner")
-  List<Claimed> claimed(@BindList("ids") Collection<String> ids, String owner);
 
   /** Records an attempt's outcome, if this instance still holds the delivery. */
   @SqlUpdate("UPDATE webhook_delivery SET status = :status, attempts = :attempts, next_attempt_at = :next, "

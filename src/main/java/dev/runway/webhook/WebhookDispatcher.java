@@ -11,18 +11,23 @@ import java.time.Instant;
 import java.time.ZonedDateTime;
 import java.time.format.DateTimeFormatter;
 import java.time.format.DateTimeParseException;
+import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.HashSet;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
+import java.util.Queue;
 import java.util.Set;
 import java.util.UUID;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
-import java.util.function.Function;
 import java.util.stream.Collectors;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -31,9 +36,10 @@ import org.slf4j.LoggerFactory;
  * Attempts due deliveries. One thread claims them (a lease in the database, so that one instance
  * attempts each at a time) and sends them asynchronously: a delivery waiting for its answer holds
  * no thread and no pooled connection. Each endpoint has its own bound of attempts in flight, so a
- * slow or dead endpoint holds only its own places. An attempt's outcome is recorded through the
- * group commit; a crash before that leaves the lease to expire, and the delivery is attempted
- * again (at least once).
+ * slow or dead endpoint holds only its own places; as many more of its deliveries may be claimed
+ * and wait in this instance for a place (see {@link Lane}). An attempt's outcome is recorded
+ * through the group commit, together with the others that ended meanwhile; a crash before that
+ * leaves the lease to expire, and the delivery is attempted again (at least once).
  */
 public final class WebhookDispatcher implements AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(WebhookDispatcher.class);
@@ -43,22 +49,43 @@ public final class WebhookDispatcher implements AutoCloseable {
   private static final Duration MAX_DELAY = Duration.ofHours(10);
   private static final Duration MAX_RETRY_AFTER = Duration.ofHours(24);
   static final int MAX_RESPONSE_EXCERPT = 2048;
+  /** Looking past the endpoints without room (see claimAndSend) takes at most 1/this of the dispatcher's time... */
+  private static final long LOOK_PAST_SHARE = 10;
+  /** ...and happens at most this often: the wait after a look that found something. */
+  private static final long LOOK_PAST_MIN_NANOS = 50_000_000;
+  /** Most outcomes recorded in one write. */
+  private static final int RECORD_BATCH = 256;
+  /** Endpoints whose decrypted secrets are kept; past it the keeping starts afresh. */
+  private static final int MAX_KEPT_SECRETS = 10_000;
 
   private final WebhookService service;
   private final WebhookSettings settings;
   private final OutboundHttp outbound;
   private final String owner = "webhooks-" + UUID.randomUUID();
+  private final boolean singleProcess;
   private final AtomicLong rounds = new AtomicLong();
+  /** Deliveries claimed and not yet recorded (sent, waiting to be sent, or their outcome waiting to be recorded). */
   private final AtomicInteger inFlight = new AtomicInteger();
-  private final Map<String, AtomicInteger> inFlightByEndpoint = new ConcurrentHashMap<>();
+  /** Each endpoint's attempts in this instance. */
+  private final Map<String, Lane> lanes = new ConcurrentHashMap<>();
+  /** Outcomes not yet handed to the group commit, in the order their attempts ended. */
+  private final Queue<Outcome> outcomes = new ConcurrentLinkedQueue<>();
+  /** Each endpoint's live secrets, decrypted, with the stored values they were decrypted from. */
+  private final Map<String, Secrets> secrets = new ConcurrentHashMap<>();
   private final Thread thread;
   private final Runnable stopListening;
   private final Object signal = new Object();
   private boolean woken;
+  /** Looking past the deliveries of endpoints at their bound (see claimAndSend): when next, whether going on, wanted. */
+  private long lookPastAt = System.nanoTime();
+  private long lookPastEvery = LOOK_PAST_MIN_NANOS;
+  private boolean lookingPast;
+  private boolean lookPastWanted;
   private volatile boolean closing;
 
-  private WebhookDispatcher(WebhookService service, OutboundHttp outbound) {
+  private WebhookDispatcher(WebhookService service, OutboundHttp outbound, boolean singleProcess) {
     this.service = service;
+    this.singleProcess = singleProcess;
     this.settings = service.settings();
     this.outbound = outbound;
     this.stopListening = service.committer().addCommitListener(workspaces -> {
@@ -84,7 +111,7 @@ public final class WebhookDispatcher implements AutoCloseable {
         LOG.info("released {} webhook deliveries leased before the last stop", released);
       }
     }
-    WebhookDispatcher dispatcher = new WebhookDispatcher(service, outbound);
+    WebhookDispatcher dispatcher = new WebhookDispatcher(service, outbound, singleProcess);
     dispatcher.thread.start();
     return dispatcher;
   }
@@ -106,10 +133,12 @@ public final class WebhookDispatcher implements AutoCloseable {
       } catch (RuntimeException e) {
         LOG.warn("webhook dispatch round failed: {}", e.getMessage());
       }
+      long waitMillis = lookPastWanted ? Math.max(1, (lookPastAt - System.nanoTime()) / 1_000_000)
+          : settings.pollInterval().toMillis();
       synchronized (signal) {
         if (!woken && !closing) {
           try {
-            signal.wait(settings.pollInterval().toMillis());
+            signal.wait(waitMillis);
           } catch (InterruptedException e) {
             return;
           }
@@ -119,64 +148,161 @@ public final class WebhookDispatcher implements AutoCloseable {
     }
   }
 
-  /** One round: claims what this instance has room for and sends it; true if it found a full batch. */
+  /**
+   * One round: claims what this instance has room for and sends it; true if there may be more
+   * due that it could take at once.
+   *
+   * <p>The deliveries due first may all be of endpoints that have no room. Finding the others then
+   * means reading past every due delivery of those endpoints (the index is by due time): under a
+   * backlog of ten thousands, that cost far more than the deliveries it found, and with one busy
+   * endpoint nearly every round did it and found none. So a round looks past them only once
+   * {@link #LOOK_PAST_SHARE} times as long as the last such look took has gone by (it then takes at
+   * most a tenth of this thread's time), and at least {@link #LOOK_PAST_MIN_NANOS} after a look that
+   * found deliveries, twice as long as the time before after one that found none, up to
+   * webhooks.poll_interval_ms; it goes on looking as long as it finds full batches. Another
+   * endpoint's deliveries wait that long at most behind the backlog of a busy or slow one.
+   */
   private boolean claimAndSend() {
+    recordOutcomes();
     int room = Math.min(CLAIM_BATCH, settings.maxInFlight() - inFlight.get());
     if (room <= 0) {
       return false;
     }
+    int perEndpoint = 2 * settings.maxInFlightPerEndpoint(); // in flight, and as many waiting for a place
     Set<String> full = new HashSet<>();
-    inFlightByEndpoint.forEach((id, n) -> {
-      if (n.get() >= settings.maxInFlightPerEndpoint()) {
+    lanes.forEach((id, lane) -> {
+      if (lane.held() >= perEndpoint) {
         full.add(id);
       }
     });
+    long started = System.nanoTime();
+    boolean lookPast = !full.isEmpty() && (lookingPast || started - lookPastAt >= 0);
     Instant now = Time.now();
-    List<WebhookDao.Due> due = service.jdbi().withExtension(WebhookDao.class,
-        dao -> full.isEmpty() ? dao.due(now, room) : dao.dueOutside(now, full, room));
-    if (due.isEmpty()) {
-      return false;
+    List<DispatchQueries.Due> due = service.jdbi().withHandle(h ->
+        DispatchQueries.due(h.getConnection(), now, lookPast ? full : Set.of(), room));
+    if (lookPast) {
+      lookPastEvery = due.isEmpty() ? Math.min(2 * lookPastEvery, settings.pollInterval().toNanos()) : LOOK_PAST_MIN_NANOS;
+      lookPastAt = System.nanoTime() + Math.max(lookPastEvery, (System.nanoTime() - started) * LOOK_PAST_SHARE);
+      lookingPast = due.size() == room;
     }
     // No more per endpoint than it has room for.
     Map<String, Integer> taken = new HashMap<>();
     List<String> ids = new ArrayList<>();
-    for (WebhookDao.Due d : due) {
-      int used = inFlightByEndpoint.computeIfAbsent(d.endpointId(), k -> new AtomicInteger()).get();
+    int leftBehind = 0;
+    for (DispatchQueries.Due d : due) {
+      int used = lanes.computeIfAbsent(d.endpointId(), k -> new Lane()).held();
       int n = taken.merge(d.endpointId(), 1, Integer::sum);
-      if (used + n <= settings.maxInFlightPerEndpoint()) {
+      if (used + n <= perEndpoint) {
         ids.add(d.id());
+      } else {
+        leftBehind++;
       }
     }
+    boolean fullBatch = due.size() == room;
+    // Due deliveries were left behind for want of room: others may wait behind them.
+    lookPastWanted = fullBatch && leftBehind > 0 && !lookPast;
     if (ids.isEmpty()) {
-      return true; // every one of them is of an endpoint now full: the next round leaves those out
+      return false;
     }
     String token = owner + ":" + rounds.incrementAndGet();
-    Instant leaseUntil = now.plus(settings.timeout()).plusSeconds(30);
-    List<WebhookDao.Claimed> claimed = service.jdbi().inTransaction(h -> {
-      WebhookDao dao = h.attach(WebhookDao.class);
-      dao.claim(ids, token, leaseUntil, now);
-      return dao.claimed(ids, token);
-    });
-    if (claimed.isEmpty()) {
-      return due.size() == room;
+    // A claimed delivery may wait for a place (see Lane) until the attempts in flight before it have
+    // ended, a timeout at most, and then take a timeout itself.
+    Instant leaseUntil = now.plus(settings.timeout().multipliedBy(2)).plusSeconds(30);
+    if (singleProcess) {
+      // H2: the leases are written by the group commit, with whatever else commits then; in a
+      // transaction of their own they were a commit (a chunk written to the file) for every round.
+      service.committer().commit(List.of(), tx -> DispatchQueries.claim(tx.connection(), ids, token, leaseUntil, now));
+    } else {
+      // PostgreSQL: in a transaction of their own, so that another instance claiming the same
+      // deliveries at the same moment waits for this commit alone, not for a whole group commit.
+      service.jdbi().useTransaction(h -> DispatchQueries.claim(h.getConnection(), ids, token, leaseUntil, now));
     }
-    Map<String, WebhookEndpoint> endpoints = service.jdbi().withExtension(WebhookDao.class,
-        dao -> dao.endpointsById(claimed.stream().map(WebhookDao.Claimed::endpointId).collect(Collectors.toSet())))
-        .stream().collect(Collectors.toMap(WebhookEndpoint::id, Function.identity()));
-    for (WebhookDao.Claimed c : claimed) {
+    Map<String, WebhookEndpoint> endpoints = new HashMap<>();
+    List<DispatchQueries.Claimed> claimed = service.jdbi().withHandle(h -> {
+      List<DispatchQueries.Claimed> ours = DispatchQueries.claimed(h.getConnection(), ids, token);
+      if (!ours.isEmpty()) {
+        DispatchQueries.endpoints(h.getConnection(),
+            ours.stream().map(DispatchQueries.Claimed::endpointId).collect(Collectors.toSet()))
+            .forEach(e -> endpoints.put(e.id(), e));
+      }
+      return ours;
+    });
+    for (DispatchQueries.Claimed c : claimed) {
       WebhookEndpoint endpoint = endpoints.get(c.endpointId());
       inFlight.incrementAndGet();
-      inFlightByEndpoint.computeIfAbsent(c.endpointId(), k -> new AtomicInteger()).incrementAndGet();
       if (endpoint == null || !endpoint.enabled()) {
         finish(c, token, endpoint, Time.now(), null, null, "the endpoint was disabled");
         continue;
       }
-      send(c, token, endpoint);
+      Lane lane = lanes.computeIfAbsent(c.endpointId(), k -> new Lane());
+      Attempt attempt = new Attempt(c, token, endpoint);
+      if (lane.startOrWait(attempt, settings.maxInFlightPerEndpoint())) {
+        send(lane, attempt);
+      }
     }
-    return due.size() == room;
+    return fullBatch && (leftBehind == 0 || lookPast);
   }
 
-  private void send(WebhookDao.Claimed c, String token, WebhookEndpoint endpoint) {
+  /** A claimed delivery, to be attempted. */
+  private record Attempt(DispatchQueries.Claimed c, String token, WebhookEndpoint endpoint) {}
+
+  /**
+   * An endpoint's attempts in this instance: those in flight, at most max_in_flight_per_endpoint,
+   * and as many more claimed that wait for a place. When an attempt ends, the next one waiting is
+   * sent at once, on the thread that took up the answer: a busy endpoint's places do not wait for
+   * a claim round (a query, a commit and another query), which comes once for many attempts.
+   */
+  private static final class Lane {
+    private int sending;
+    private final ArrayDeque<Attempt> waiting = new ArrayDeque<>();
+
+    /** In flight and waiting. */
+    synchronized int held() {
+      return sending + waiting.size();
+    }
+
+    /** True if the attempt may be sent now; else it waits for a place. */
+    synchronized boolean startOrWait(Attempt a, int places) {
+      if (sending < places) {
+        sending++;
+        return true;
+      }
+      waiting.add(a);
+      return false;
+    }
+
+    /** An attempt ended: the next one to send in its place, if any (none once the dispatcher closes). */
+    synchronized Attempt ended(boolean closing) {
+      sending--;
+      Attempt next = closing ? null : waiting.poll();
+      if (next != null) {
+        sending++;
+      }
+      return next;
+    }
+
+    /** Takes every attempt still waiting (at close). */
+    synchronized List<Attempt> takeWaiting() {
+      List<Attempt> out = new ArrayList<>(waiting);
+      waiting.clear();
+      return out;
+    }
+  }
+
+  /** An attempt in the lane ended: sends the next one waiting, else asks for a round (the lane has room). */
+  private void ended(Lane lane) {
+    Attempt next = lane.ended(closing);
+    if (next != null) {
+      send(lane, next);
+    } else {
+      wake();
+    }
+  }
+
+  private void send(Lane lane, Attempt a) {
+    DispatchQueries.Claimed c = a.c();
+    String token = a.token();
+    WebhookEndpoint endpoint = a.endpoint();
     Instant started = Time.now();
     long timestamp = started.getEpochSecond();
     byte[] body = c.payload().getBytes(StandardCharsets.UTF_8);
@@ -186,15 +312,16 @@ public final class WebhookDispatcher implements AutoCloseable {
       headers.put("Content-Type", "application/json");
       headers.put("webhook-id", c.eventId());
       headers.put("webhook-timestamp", Long.toString(timestamp));
-      headers.put("webhook-signature", Signatures.header(service.secrets(endpoint, started), c.eventId(), timestamp,
-          body));
+      headers.put("webhook-signature", Signatures.header(secrets(endpoint, started), c.eventId(), timestamp, body));
       call = new OutboundHttp.Call("POST", URI.create(endpoint.url()), headers, body, settings.timeout(),
           MAX_RESPONSE_EXCERPT);
     } catch (RuntimeException e) {
+      ended(lane);
       finish(c, token, endpoint, started, null, null, "the delivery could not be made: " + e.getMessage());
       return;
     }
     outbound.send(call).whenComplete((answer, failure) -> {
+      ended(lane);
       if (answer != null) {
         finish(c, token, endpoint, started, answer.status(), answer, null);
       } else {
@@ -205,9 +332,12 @@ public final class WebhookDispatcher implements AutoCloseable {
     });
   }
 
-  /** Records an attempt's outcome (and what it means for the endpoint), then frees its place. */
-  private void finish(WebhookDao.Claimed c, String token, WebhookEndpoint endpoint, Instant started, Integer status,
-      OutboundHttp.Answer answer, String error) {
+  /**
+   * The attempt is over (its endpoint's place is free already): queues its outcome, and what it
+   * means for the endpoint, to be recorded. The instance's place is freed once it is.
+   */
+  private void finish(DispatchQueries.Claimed c, String token, WebhookEndpoint endpoint, Instant started,
+      Integer status, OutboundHttp.Answer answer, String error) {
     Instant now = Time.now();
     int attempts = c.attempts() + (endpoint != null && endpoint.enabled() ? 1 : 0);
     boolean succeeded = status != null && status >= 200 && status < 300;
@@ -223,26 +353,96 @@ public final class WebhookDispatcher implements AutoCloseable {
         next = null;
       }
     }
-    String finalOutcome = outcome;
-    Instant nextAttempt = next;
     WebhookAttempt attempt = endpoint == null || !endpoint.enabled() ? null : new WebhookAttempt(c.id(), attempts,
         started, (int) Duration.between(started, now).toMillis(), status, excerpt(answer), why);
-    try {
-      service.committer().submit(c.workspaceId(), tx -> {
-        record(tx, c, token, endpoint, finalOutcome, attempts, nextAttempt, status, why, attempt, gone, now);
-        return null;
-      }).whenComplete((ok, failed) -> {
-        if (failed != null) {
-          LOG.warn("could not record the attempt of webhook delivery {}: {}", c.id(), failed.getMessage());
-        }
-        release(c.endpointId());
-      });
-    } catch (OverloadedException e) {
-      release(c.endpointId()); // the lease expires and the delivery is attempted again
+    outcomes.add(new Outcome(c, token, endpoint, outcome, attempts, next, status, why, attempt, gone, now));
+    wake(); // the next round hands it to the group commit
+  }
+
+  /** An attempt's outcome, to be recorded. */
+  private record Outcome(DispatchQueries.Claimed c, String token, WebhookEndpoint endpoint, String outcome,
+      int attempts, Instant next, Integer status, String why, WebhookAttempt attempt, boolean gone, Instant now) {
+    /** A success of an attempt made: all it changes is the delivery, its attempts and perhaps failing_since. */
+    boolean plainSuccess() {
+      return attempt != null && outcome.equals(WebhookDelivery.SUCCEEDED);
     }
   }
 
-  private void record(Tx tx, WebhookDao.Claimed c, String token, WebhookEndpoint endpoint, String outcome,
+  /**
+   * Hands the outcomes waiting to the group commit, one write per workspace (of the dispatcher's
+   * thread, at the start of each round; of the closing thread at close). The round's claim follows
+   * at once, so on H2 both usually share one commit: outcomes recorded on their own were a commit
+   * (a chunk written to the file) for every few deliveries.
+   */
+  private void recordOutcomes() {
+    while (!outcomes.isEmpty()) {
+      List<Outcome> batch = new ArrayList<>();
+      for (Outcome o = outcomes.poll(); o != null; o = batch.size() < RECORD_BATCH ? outcomes.poll() : null) {
+        batch.add(o);
+      }
+      Map<String, List<Outcome>> byWorkspace = new LinkedHashMap<>();
+      batch.forEach(o -> byWorkspace.computeIfAbsent(o.c().workspaceId(), k -> new ArrayList<>()).add(o));
+      for (Map.Entry<String, List<Outcome>> e : byWorkspace.entrySet()) {
+        List<Outcome> theirs = e.getValue();
+        try {
+          service.committer().submit(e.getKey(), tx -> {
+            record(tx, theirs);
+            return (Void) null;
+          }).whenComplete((ok, failed) -> {
+            if (failed != null) {
+              LOG.warn("could not record the attempts of {} webhook deliveries: {}", theirs.size(),
+                  failed.getMessage());
+            }
+            release(theirs.size());
+          });
+        } catch (OverloadedException overloaded) {
+          release(theirs.size()); // the leases expire and the deliveries are attempted again
+        }
+      }
+    }
+  }
+
+  /**
+   * Records outcomes in the order their attempts ended: a run of plain successes in one batch
+   * (DispatchQueries.recordSuccesses), anything else (a failure, a 410, a delivery of a disabled
+   * endpoint) on its own, after the successes before it.
+   */
+  private void record(Tx tx, List<Outcome> batch) {
+    List<Outcome> successes = new ArrayList<>();
+    for (Outcome o : batch) {
+      if (o.plainSuccess()) {
+        successes.add(o);
+        continue;
+      }
+      recordSuccesses(tx, successes);
+      successes.clear();
+      record(tx, o.c(), o.token(), o.endpoint(), o.outcome(), o.attempts(), o.next(), o.status(), o.why(), o.attempt(),
+          o.gone(), o.now());
+    }
+    recordSuccesses(tx, successes);
+  }
+
+  private static void recordSuccesses(Tx tx, List<Outcome> successes) {
+    if (successes.isEmpty()) {
+      return;
+    }
+    boolean[] recorded = DispatchQueries.recordSuccesses(tx.connection(), successes.stream()
+        .map(o -> new DispatchQueries.Success(o.c().id(), o.token(), o.attempts(), o.status(), o.now(), o.attempt()))
+        .toList());
+    Set<String> recovered = new HashSet<>();
+    for (int i = 0; i < recorded.length; i++) {
+      WebhookEndpoint endpoint = successes.get(i).endpoint();
+      if (recorded[i] && endpoint.failingSince() != null) {
+        recovered.add(endpoint.id());
+      }
+    }
+    if (!recovered.isEmpty()) { // rare: attaching the DAO costs more than the batches above
+      WebhookDao dao = tx.dao(WebhookDao.class);
+      recovered.forEach(dao::notFailing);
+    }
+  }
+
+  private void record(Tx tx, DispatchQueries.Claimed c, String token, WebhookEndpoint endpoint, String outcome,
       int attempts, Instant next, Integer status, String why, WebhookAttempt attempt, boolean gone, Instant now) {
     WebhookDao dao = tx.dao(WebhookDao.class);
     if (dao.attempted(c.id(), token, outcome, attempts, next, status, why == null ? null : cut(why, 500), now) == 0) {
@@ -268,14 +468,29 @@ public final class WebhookDispatcher implements AutoCloseable {
       }
     }
   }
-
-  private void release(String endpointId) {
-    inFlight.decrementAndGet();
-    AtomicInteger n = inFlightByEndpoint.get(endpointId);
-    if (n != null) {
-      n.decrementAndGet();
-    }
+  /** Outcomes were recorded (or given up on: their leases expire): the instance has their places again. */
+  private void release(int n) {
+    inFlight.addAndGet(-n);
     wake();
+  }
+
+  /** The stored secrets an endpoint's live secrets were decrypted from, and those. */
+  private record Secrets(String secret, String previousSecret, boolean previousLive, List<String> live) {}
+
+  /** The endpoint's live secrets, decrypted once per stored value (not at each attempt). */
+  private List<String> secrets(WebhookEndpoint e, Instant now) {
+    boolean previousLive = e.previousSecret() != null && e.previousSecretUntil() != null
+        && e.previousSecretUntil().isAfter(now);
+    Secrets kept = secrets.get(e.id());
+    if (kept == null || !kept.secret().equals(e.secret()) || !Objects.equals(kept.previousSecret(), e.previousSecret())
+        || kept.previousLive() != previousLive) {
+      if (secrets.size() >= MAX_KEPT_SECRETS) {
+        secrets.clear();
+      }
+      kept = new Secrets(e.secret(), e.previousSecret(), previousLive, service.secrets(e, now));
+      secrets.put(e.id(), kept);
+    }
+    return kept.live();
   }
 
   /**
@@ -323,7 +538,10 @@ public final class WebhookDispatcher implements AutoCloseable {
     return text.length() <= max ? text : text.substring(0, max);
   }
 
-  /** Stops claiming; attempts in flight get a few seconds to be recorded (else their leases expire). */
+  /**
+   * Stops claiming; the deliveries still waiting for a place are given back, and attempts in flight
+   * get a few seconds to be recorded (else their leases expire).
+   */
   @Override
   public void close() {
     closing = true;
@@ -331,8 +549,24 @@ public final class WebhookDispatcher implements AutoCloseable {
     wake();
     try {
       thread.join(5_000);
+      // Given back due as they were, for another instance (or the next start) to attempt at once
+      // rather than when their leases run out.
+      Map<String, List<String>> unsent = new HashMap<>();
+      lanes.values().forEach(lane -> lane.takeWaiting()
+          .forEach(a -> unsent.computeIfAbsent(a.token(), k -> new ArrayList<>()).add(a.c().id())));
+      int n = unsent.values().stream().mapToInt(List::size).sum();
+      if (n > 0) {
+        try {
+          service.jdbi().useHandle(h -> unsent.forEach((token, ids) ->
+              DispatchQueries.release(h.getConnection(), ids, token)));
+        } catch (RuntimeException e) {
+          LOG.warn("could not give back {} webhook deliveries not attempted: {}", n, e.getMessage());
+        }
+        inFlight.addAndGet(-n);
+      }
       long until = System.nanoTime() + 5_000_000_000L;
       while (inFlight.get() > 0 && System.nanoTime() < until) {
+        recordOutcomes();
         Thread.sleep(20);
       }
     } catch (InterruptedException e) {

@@ -1,5 +1,6 @@
 package dev.runway.webhook;
 
+import com.fasterxml.jackson.core.type.TypeReference;
 import dev.runway.core.Ids;
 import dev.runway.core.Json;
 import dev.runway.core.Time;
@@ -7,10 +8,14 @@ import dev.runway.db.Jdbc;
 import dev.runway.db.Outbox;
 import dev.runway.db.Tx;
 import java.sql.PreparedStatement;
+import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.time.Duration;
 import java.time.Instant;
+import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.Supplier;
 
@@ -29,15 +34,19 @@ final class WebhookOutbox implements Outbox {
     this.retryWindow = retryWindow;
   }
 
-  /** The endpoints of a workspace that may want its events, read once per transaction. */
-  private record Listeners(List<WebhookEndpoint> endpoints, List<List<String>> types) {}
+  /** The enabled endpoints of a workspace (their ids) and the event types each asks for, read once per transaction. */
+  private record Listeners(List<String> endpoints, List<List<String>> types) {}
+
+  /**
+   * Endpoints' event_types as stored (a JSON array) and as parsed: parsing them for every
+   * transaction cost more than reading them. Only grows by distinct lists; past the bound it starts afresh.
+   */
+  private final Map<String, List<String>> parsedTypes = new ConcurrentHashMap<>();
+  private static final int MAX_PARSED_TYPES = 10_000;
 
   @Override
   public void publish(Tx tx, String workspaceId, String eventId, String type, Instant createdAt, Supplier<String> data) {
-    Listeners listeners = tx.local(new ListenersOf(workspaceId), k -> {
-      List<WebhookEndpoint> endpoints = tx.dao(WebhookDao.class).enabledEndpoints(workspaceId);
-      return new Listeners(endpoints, endpoints.stream().map(WebhookViews::eventTypes).toList());
-    });
+    Listeners listeners = tx.local(new ListenersOf(workspaceId), k -> listeners(tx, workspaceId));
     String payload = null;
     for (int i = 0; i < listeners.endpoints().size(); i++) {
       if (EventTypes.matches(listeners.types().get(i), type)) {
@@ -45,9 +54,45 @@ final class WebhookOutbox implements Outbox {
           payload = envelope(eventId, type, createdAt, data.get());
           storeMessage(tx, workspaceId, eventId, type, payload, createdAt);
         }
-        storeDelivery(tx, workspaceId, listeners.endpoints().get(i).id(), eventId, type, Time.now(), retryWindow);
+        storeDelivery(tx, workspaceId, listeners.endpoints().get(i), eventId, type, Time.now(), retryWindow);
       }
     }
+  }
+
+  /**
+   * Read in the transaction itself, so that what it delivers to follows the endpoints' changes
+   * exactly (also those of other instances), in plain JDBC: this runs in every transaction that
+   * stores events, on the group commit's thread, where attaching Jdbi's DAO and mapping whole
+   * endpoints cost as much as the rest of a batch of run starts' webhook work.
+   */
+  private Listeners listeners(Tx tx, String workspaceId) {
+    List<String> ids = new ArrayList<>();
+    List<List<String>> types = new ArrayList<>();
+    try (PreparedStatement ps = tx.connection().prepareStatement(
+        "SELECT id, event_types FROM webhook_endpoint WHERE workspace_id = ? AND enabled = TRUE")) {
+      ps.setString(1, workspaceId);
+      try (ResultSet rs = ps.executeQuery()) {
+        while (rs.next()) {
+          ids.add(rs.getString(1));
+          types.add(parsed(rs.getString(2)));
+        }
+      }
+    } catch (SQLException e) {
+      throw new Jdbc.UncheckedSqlException(e);
+    }
+    return new Listeners(ids, types);
+  }
+
+  private List<String> parsed(String eventTypes) {
+    List<String> types = parsedTypes.get(eventTypes);
+    if (types == null) {
+      if (parsedTypes.size() >= MAX_PARSED_TYPES) {
+        parsedTypes.clear();
+      }
+      types = List.copyOf(Json.MAPPER.convertValue(Json.tree(eventTypes), new TypeReference<List<String>>() {}));
+      parsedTypes.put(eventTypes, types);
+    }
+    return types;
   }
 
   /** The key of a workspace's listeners among a transaction's locals. */
