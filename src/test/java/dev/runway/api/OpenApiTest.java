@@ -112,6 +112,29 @@ class OpenApiTest {
   }
 
   @Test
+  void every_reference_resolves_within_the_document() {
+    List<String> dangling = new ArrayList<>();
+    int refs = references(DOCUMENT, dangling);
+    assertTrue(dangling.isEmpty(), () -> "references to nothing: " + dangling);
+    assertTrue(refs > 100, "references: " + refs);
+  }
+
+  private static int references(JsonNode node, List<String> dangling) {
+    int n = 0;
+    if (node.isObject() && node.path("$ref").isTextual()) {
+      String ref = node.get("$ref").textValue();
+      if (!ref.startsWith("#/") || DOCUMENT.at(ref.substring(1)).isMissingNode()) {
+        dangling.add(ref);
+      }
+      n++;
+    }
+    for (JsonNode child : node) {
+      n += references(child, dangling);
+    }
+    return n;
+  }
+
+  @Test
   void every_example_matches_its_schema() {
     List<String> faults = new ArrayList<>();
     int[] checked = {0};
@@ -147,6 +170,45 @@ class OpenApiTest {
       faults.addAll(CONTRACT.schemaViolations(mediaPointer + "/schema", value, "example " + example.getKey() + ": "));
     }
     return n;
+  }
+
+  /** The check every API test's answers go through (see Http) finds what drifts, and only that. */
+  @Test
+  void the_contract_check_catches_a_drifting_answer() {
+    String json = "application/json;charset=utf-8";
+    String problem = "application/problem+json; charset=utf-8";
+    com.fasterxml.jackson.databind.node.ObjectNode run =
+        (com.fasterxml.jackson.databind.node.ObjectNode) DOCUMENT.at("/components/examples/get_run_succeeded/value");
+    String path = "/v1/runs/" + run.get("id").asText();
+    assertEquals(List.of(), CONTRACT.violations("GET", path, 200, json, run.toString()));
+    assertEquals(List.of(), CONTRACT.violations("GET", path + "?x=1", 200, json, run.toString()));
+
+    assertDrift("GET", path, 200, json, run.deepCopy().put("colour", "red").toString(), "colour");
+    com.fasterxml.jackson.databind.node.ObjectNode withoutProject = run.deepCopy();
+    withoutProject.remove("project");
+    assertDrift("GET", path, 200, json, withoutProject.toString(), "project");
+    assertDrift("GET", path, 200, json, run.deepCopy().put("created_at", "2026-11-24T03:41:25Z").toString(), "created_at");
+    assertDrift("GET", path, 200, json, run.deepCopy().put("status", "paused").toString(), "status");
+    assertDrift("GET", path, 418, json, "{}", "418 is not documented");
+    assertDrift("GET", path, 200, "text/html", "<p>", "text/html is not documented");
+    String notFound = DOCUMENT.at("/components/examples/get_run_missing/value").toString();
+    assertEquals(List.of(), CONTRACT.violations("GET", path, 404, problem, notFound));
+    assertDrift("GET", path, 404, problem, notFound.replace("run_not_found", "workflow_not_found"), "x-error-codes");
+
+    String routeMissing = DOCUMENT.at("/components/examples/not_found/value").toString();
+    assertEquals(List.of(), CONTRACT.violations("GET", "/v1/nope", 404, problem, routeMissing));
+    assertDrift("GET", "/v1/nope", 200, json, "{}", "no documented operation");
+    String notAllowed = DOCUMENT.at("/components/examples/method_not_allowed/value").toString();
+    assertEquals(List.of(), CONTRACT.violations("PATCH", "/v1/runs", 405, problem, notAllowed));
+    assertEquals(List.of(), CONTRACT.violations("GET", "/v1/events", 200, "text/event-stream", ": stream open\n\n"));
+    assertEquals(List.of(), CONTRACT.violations("GET", "/console/keys", 200, "text/html", "<p>"));
+    assertEquals(List.of(), CONTRACT.violations("GET", "/docs", 200, "text/html", "<p>"));
+  }
+
+  private static void assertDrift(String method, String path, int status, String type, String body, String expected) {
+    List<String> faults = CONTRACT.violations(method, path, status, type, body);
+    assertEquals(1, faults.size(), () -> "expected one fault naming " + expected + ", got " + faults);
+    assertTrue(faults.get(0).contains(expected), faults::toString);
   }
 
   @Test
