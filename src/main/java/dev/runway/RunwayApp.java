@@ -8,6 +8,7 @@ import dev.runway.console.RunPages;
 import dev.runway.crm.CrmRoutes;
 import dev.runway.crm.CrmSettings;
 import dev.runway.events.EventStreams;
+import dev.runway.http.ApiReference;
 import dev.runway.http.AuthHandler;
 import dev.runway.http.BufferedBodies;
 import dev.runway.http.ErrorMapper;
@@ -60,6 +61,7 @@ public final class RunwayApp {
         settings.console(), workspace -> services.workflows().page(workspace, null, false, 100).stream()
             .map(dev.runway.workflow.Workflow::id).toList());
     RunPages runPages = new RunPages(console, services.runs(), services.workflows(), services.agents());
+    ApiReference reference = new ApiReference();
     RateLimits limits = settings.rateLimits();
     AuthHandler auth = new AuthHandler(services.keys(), limits, inFlight);
 
@@ -120,6 +122,11 @@ public final class RunwayApp {
           Responses.json(ctx, 503, Map.of("status", "unavailable", "detail", "the database does not answer"));
         }
       });
+
+      // The API's description, open to all: its OpenAPI document, and the reference page made from it.
+      routes.get("/v1/openapi.json", reference::openApi);
+      routes.get("/docs", reference::page);
+      routes.get("/docs/{file}", reference::file);
 
       routes.post("/v1/workflows/{id}/runs", runs::start, Scope.RUNS_WRITE);
       routes.get("/v1/runs/{runId}", runs::get, Scope.RUNS_READ);

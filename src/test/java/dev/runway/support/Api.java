@@ -90,6 +90,11 @@ public final class Api {
     services().workflows().put(workspaceId, id, WorkflowDefinition.parse(id, body));
   }
 
+  /** The app as the server builds it, unstarted: for tests that look at its routes. */
+  public io.javalin.Javalin app() {
+    return RunwayApp.create(services(), opened.serverSettings());
+  }
+
   /** Starts the app on a free port for the test body and stops it after (javalin-testtools). */
   public void test(HttpTest body) {
     testWith(new dev.runway.http.InFlightLimit(opened.serverSettings().maxInFlight(),

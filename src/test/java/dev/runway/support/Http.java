@@ -88,7 +88,14 @@ public final class Http {
       default -> throw new IllegalArgumentException(method);
     }
     Response response = client.request(builder.build());
-    return new Reply(response.code(), response.headers(), response.body().string());
+    Reply reply = new Reply(response.code(), response.headers(), response.body().string());
+    // Every answer an API test gets must be what the OpenAPI document says (see OpenApiContract).
+    List<String> faults = OpenApiContract.get().violations(method, path, reply.status(), reply.header("Content-Type"),
+        reply.body());
+    if (!faults.isEmpty()) {
+      throw new AssertionError("the answer drifts from src/main/resources/openapi.json:\n" + String.join("\n", faults));
+    }
+    return reply;
   }
 
   /** A response: status, headers and body. */
