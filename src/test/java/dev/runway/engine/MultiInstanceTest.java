@@ -276,6 +276,9 @@ class MultiInstanceTest {
     List<String> runIds = startRuns(new int[] {a.port()}, key, 12);
     waitUntil(Duration.ofSeconds(10), () -> tool.inFlight.get() >= 8, () -> "A is calling " + tool.inFlight.get());
 
+    // A's leases as the kill left them (read after it: A could still take a run between a read before
+    // it and the kill).
+    killable.kill();
     Map<String, Instant> heldByA = new HashMap<>();
     try (Connection db = connect(); Statement s = db.createStatement();
          ResultSet rs = s.executeQuery("SELECT id, lease_owner, lease_until FROM run WHERE lease_owner IS NOT NULL")) {
@@ -288,7 +291,6 @@ class MultiInstanceTest {
     }
     assertTrue(heldByA.size() >= 8, "A holds the runs it is calling the tool for: " + heldByA.keySet());
 
-    killable.kill();
     Runway b = started(Runway.start(settings));
     long killed = System.nanoTime();
     a.close();
