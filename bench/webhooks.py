@@ -535,7 +535,9 @@ def main():
         receiver = Receiver(work)
         out, cpu = receiver_ceiling(receiver, work)
         commit = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
-        print("Runway %s on %d cores; %s" % (commit.stdout.strip() or "?", os.cpu_count() or 0,
+        jar = "%s (%s)" % (os.path.relpath(crm.JAR, ROOT), commit.stdout.strip() or "?") \
+            if "RUNWAY_JAR" not in os.environ else crm.JAR
+        print("Runway %s on %d cores; %s" % (jar, os.cpu_count() or 0,
                                              subprocess.run(["java", "-version"], capture_output=True,
                                                             text=True).stderr.splitlines()[0]))
         print("receiver ceiling: %.0f deliveries/s from wrk at %d connections (p50 %.2f ms, p99 %.2f ms; CPU %s)" % (
