@@ -75,6 +75,9 @@ public final class BufferedBodies extends Handler.Wrapper {
     return true;
   }
 
+  /** How much of a too-large body is read and dropped before its 413; past it the connection is closed at once. */
+  private static final long MAX_DISCARDED_BYTES = 1 << 20;
+
   private static String tooLarge(int maxBytes) {
     return "the request body is larger than " + maxBytes + " bytes";
   }
@@ -90,6 +93,8 @@ public final class BufferedBodies extends Handler.Wrapper {
     /** Set once the request is handed on or answered: whatever comes later is ignored. */
     private final AtomicBoolean settled = new AtomicBoolean();
     private boolean waiting;
+    /** Bytes read and dropped once the body was known to be too large. */
+    private long discarded;
     private long reserved;
     private Scheduler.Task deadline;
 
@@ -120,10 +125,17 @@ public final class BufferedBodies extends Handler.Wrapper {
         }
         boolean last = chunk.isLast();
         int size = chunk.remaining();
-        if (body.size() + size > maxBytes) {
+        if (discarded > 0 || body.size() + size > maxBytes) {
+          // Too large: the rest is read and dropped before the 413 (up to a bound), since a server
+          // that closes with a body still arriving resets the connection, and the client may lose
+          // the answer with it.
           chunk.release();
-          refuse(HttpStatus.PAYLOAD_TOO_LARGE_413, tooLarge(maxBytes));
-          return;
+          discarded += size;
+          if (last || discarded > MAX_DISCARDED_BYTES) {
+            refuse(HttpStatus.PAYLOAD_TOO_LARGE_413, tooLarge(maxBytes));
+            return;
+          }
+          continue;
         }
         if (waiting && !reserve(size)) {
           chunk.release();
