@@ -10,6 +10,7 @@ import dev.runway.db.Database;
 import dev.runway.engine.Engine;
 import dev.runway.workflow.WorkflowFiles;
 import dev.runway.http.InFlightLimit;
+import dev.runway.metrics.Metrics;
 import dev.runway.webhook.WebhookDispatcher;
 import io.javalin.Javalin;
 import java.time.Duration;
@@ -23,6 +24,7 @@ import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.Function;
 import javax.sql.DataSource;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -66,12 +68,25 @@ public final class Runway implements AutoCloseable {
   /** Starts Runway with its own connection pool, as configured by {@code db.*}. */
   public static Runway start(Settings settings) {
     ServerSettings s = ServerSettings.from(settings);
-    return start(s, Database.opening(s));
+    return start(s, metrics -> Database.opening(s, metrics));
   }
 
   /** Starts Runway on a DataSource the caller owns (and closes, after {@link #close()}). */
   public static Runway start(Settings settings, DataSource dataSource) {
-    return start(ServerSettings.from(settings), Database.using(dataSource));
+    return start(ServerSettings.from(settings), metrics -> Database.using(dataSource, metrics));
+  }
+
+  /** Starts on the database {@code open} gives, with metrics as the settings ask (metrics.enabled). */
+  private static Runway start(ServerSettings settings, Function<Metrics, Database> open) {
+    Metrics metrics = Metrics.of(settings.metrics());
+    Database database;
+    try {
+      database = open.apply(metrics);
+    } catch (RuntimeException e) {
+      metrics.close();
+      throw e;
+    }
+    return start(settings, database, metrics);
   }
 
   /**
@@ -81,10 +96,10 @@ public final class Runway implements AutoCloseable {
    * third of a second off the start. The server listens as soon as it can but answers 503 (and
    * /readyz "starting") until everything is done.
    */
-  private static Runway start(ServerSettings settings, Database database) {
+  private static Runway start(ServerSettings settings, Database database, Metrics metrics) {
     AtomicReference<Engine> engine = new AtomicReference<>();
     WebhookDispatcher webhooks = null;
-    Services services = Services.over(database, settings, () -> {
+    Services services = Services.over(database, settings, metrics, () -> {
       Engine started = engine.get();
       if (started != null) {
         started.wake();
@@ -102,9 +117,10 @@ public final class Runway implements AutoCloseable {
       // it runs a step or makes a key it would never show.
       Javalin app = joinStart(http);
       if (settings.engine().enabled()) {
-        engine.set(Engine.start(database.jdbi(), database.committer(), settings.engine(), settings.model(),
-            services.secrets(),
-            database.isSingleProcess()));
+        Engine started = Engine.start(database.jdbi(), database.committer(), settings.engine(), settings.model(),
+            services.secrets(), database.isSingleProcess());
+        engine.set(started);
+        metrics.watchEngine(started::backlog, started::callsInFlight, started::callBytesInFlight);
       }
       if (settings.webhooks().enabled()) {
         webhooks = WebhookDispatcher.start(services.webhooks(), database.isSingleProcess());
@@ -149,6 +165,7 @@ public final class Runway implements AutoCloseable {
         webhooks.close();
       }
       database.close();
+      metrics.close();
       throw e;
     }
   }
@@ -233,5 +250,6 @@ public final class Runway implements AutoCloseable {
       webhooks.close();
     }
     services.database().close();
+    services.metrics().close();
   }
 }

@@ -19,6 +19,7 @@ import dev.runway.http.RequestBodies;
 import dev.runway.http.RequestIds;
 import dev.runway.http.RequestLog;
 import dev.runway.http.Responses;
+import dev.runway.metrics.MetricsRoutes;
 import dev.runway.run.RunRoutes;
 import dev.runway.secret.SecretRoutes;
 import dev.runway.webhook.WebhookRoutes;
@@ -64,6 +65,9 @@ public final class RunwayApp {
     ApiReference reference = new ApiReference();
     RateLimits limits = settings.rateLimits();
     AuthHandler auth = new AuthHandler(services.keys(), limits, inFlight);
+    // Off (metrics.enabled=false, or services made without metrics): no /metrics, no request timed.
+    boolean metricsOn = settings.metrics().enabled() && services.metrics().enabled();
+    MetricsRoutes metrics = new MetricsRoutes(services.metrics(), settings.metrics());
 
     return Javalin.create(config -> {
       config.startup.showJavalinBanner = false;
@@ -98,6 +102,9 @@ public final class RunwayApp {
       if (settings.requestLog()) {
         config.requestLogger.http(RequestLog::log);
       }
+      if (metricsOn) {
+        config.requestLogger.http(metrics::record);
+      }
       RoutesConfig routes = config.routes;
       routes.before(RequestIds::assign);
       routes.before(Responses::commonHeaders);
@@ -122,6 +129,10 @@ public final class RunwayApp {
           Responses.json(ctx, 503, Map.of("status", "unavailable", "detail", "the database does not answer"));
         }
       });
+      // Prometheus's scrapes: from this machine, or with metrics.token; no API key (see MetricsRoutes).
+      if (metricsOn) {
+        routes.get("/metrics", metrics::scrape);
+      }
 
       // The API's description, open to all: its OpenAPI document, and the reference page made from it.
       routes.get("/v1/openapi.json", reference::openApi);

@@ -8,6 +8,7 @@ import dev.runway.console.SessionService;
 import dev.runway.crm.CrmService;
 import dev.runway.db.Database;
 import dev.runway.idempotency.IdempotencyStore;
+import dev.runway.metrics.Metrics;
 import dev.runway.run.RunService;
 import dev.runway.secret.SecretBox;
 import dev.runway.secret.SecretService;
@@ -17,10 +18,18 @@ import dev.runway.workflow.WorkflowService;
 /** Runway's services over one database, wired with plain constructors. */
 public record Services(Database database, ApiKeyService keys, WorkflowService workflows, RunService runs,
     SecretService secrets, AgentService agents, IdempotencyStore idempotency, CrmService crm,
-    WebhookService webhooks, AccountService accounts, SessionService sessions) {
+    WebhookService webhooks, AccountService accounts, SessionService sessions, Metrics metrics) {
 
-  /** {@code runDue} is called when a run became due now, to wake the engine. */
+  /** Services without metrics (the keys and accounts commands, some tests): no /metrics, nothing counted. */
   public static Services over(Database database, ServerSettings settings, Runnable runDue) {
+    return over(database, settings, Metrics.off(), runDue);
+  }
+
+  /**
+   * {@code runDue} is called when a run became due now, to wake the engine; what the services do is
+   * counted in {@code metrics}, the same the database counts its group commit in.
+   */
+  public static Services over(Database database, ServerSettings settings, Metrics metrics, Runnable runDue) {
     WorkflowService workflows = new WorkflowService(database.jdbi());
     AgentService agents = new AgentService(database.jdbi());
     IdempotencyStore idempotency = new IdempotencyStore(database.jdbi(), settings.idempotencyTtl());
@@ -37,9 +46,10 @@ public record Services(Database database, ApiKeyService keys, WorkflowService wo
         agents,
         idempotency,
         new CrmService(database.jdbi(), database.committer(), runs, idempotency,
-            settings.crm().changesRetention()),
-        new WebhookService(database.jdbi(), database.committer(), secrets::box, settings.webhooks()),
+            settings.crm().changesRetention(), metrics),
+        new WebhookService(database.jdbi(), database.committer(), secrets::box, settings.webhooks(), metrics),
         new AccountService(database.jdbi(), settings.console()),
-        new SessionService(database.jdbi(), settings.console()));
+        new SessionService(database.jdbi(), settings.console()),
+        metrics);
   }
 }

@@ -7,6 +7,7 @@ import dev.runway.events.StreamSettings;
 import dev.runway.engine.ModelSettings;
 import dev.runway.http.RateLimiter;
 import dev.runway.http.RateLimits;
+import dev.runway.metrics.MetricsSettings;
 import dev.runway.webhook.WebhookSettings;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -46,7 +47,8 @@ public record ServerSettings(
     CrmSettings crm,
     WebhookSettings webhooks,
     StreamSettings streams,
-    ConsoleSettings console) {
+    ConsoleSettings console,
+    MetricsSettings metrics) {
 
   public static ServerSettings from(Settings s) {
     String url = s.string("db.url");
@@ -96,7 +98,8 @@ public record ServerSettings(
         CrmSettings.from(s),
         WebhookSettings.from(s),
         StreamSettings.from(s),
-        ConsoleSettings.from(s));
+        ConsoleSettings.from(s),
+        MetricsSettings.from(s));
   }
 
   private static boolean isKey(String base64) {

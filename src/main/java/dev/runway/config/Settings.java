@@ -145,6 +145,6 @@ public final class Settings {
 
   /** Settings whose values are secrets (passwords, keys): never printed. */
   static boolean isSecret(String key) {
-    return key.endsWith("password") || key.endsWith(".key") || key.endsWith("api_key");
+    return key.endsWith("password") || key.endsWith(".key") || key.endsWith("api_key") || key.endsWith(".token");
   }
 }

@@ -9,12 +9,14 @@ import dev.runway.db.GroupCommitter;
 import dev.runway.db.Tx;
 import dev.runway.http.ApiException;
 import dev.runway.idempotency.IdempotencyStore;
+import dev.runway.metrics.Metrics;
 import dev.runway.run.RunService;
 import dev.runway.workflow.Trigger;
 import dev.runway.workflow.Workflow;
 import dev.runway.workflow.WorkflowDao;
 import java.time.Duration;
 import java.time.Instant;
+import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -32,20 +34,25 @@ public final class CrmService {
   private final RunService runs;
   private final IdempotencyStore idempotency;
   private final Duration changesRetention;
+  private final Metrics metrics;
   /** How many changes one transaction of pruning removes at most. */
   private static final int PRUNE_PART = 5_000;
 
   /** The event a write that changed records publishes (for webhooks): what changed, record by record. */
   static final String CHANGED_EVENT = "crm.records.changed";
 
-  /** The change feed keeps changes for {@code changesRetention} (see {@link #prune}). */
+  /**
+   * The change feed keeps changes for {@code changesRetention} (see {@link #prune}); syncs' records
+   * are counted by outcome in {@code metrics}.
+   */
   public CrmService(Jdbi jdbi, GroupCommitter committer, RunService runs, IdempotencyStore idempotency,
-      Duration changesRetention) {
+      Duration changesRetention, Metrics metrics) {
     this.jdbi = jdbi;
     this.committer = committer;
     this.runs = runs;
     this.idempotency = idempotency;
     this.changesRetention = changesRetention;
+    this.metrics = metrics;
   }
 
   public Duration changesRetention() {
@@ -55,8 +62,8 @@ public final class CrmService {
   /** A sync's answer (JSON), and whether it is the stored answer of an earlier request with the same Idempotency-Key. */
   public record Synced(String body, boolean replayed) {}
 
-  /** What a sync's transaction did: its answer, and whether runs it started have work due now. */
-  private record Applied(String body, boolean runsDue) {}
+  /** What a sync's transaction did: its answer, whether runs it started have work due now, and its plan. */
+  private record Applied(String body, boolean runsDue, SyncPlan plan) {}
 
   /**
    * Applies a batch. The records are read and the outcome worked out before the transaction, and
@@ -80,6 +87,7 @@ public final class CrmService {
     Instant now = Time.now();
     SyncPlan plan = SyncPlan.of(ws, type, request, before, now, limits);
     if (plan.writes.isEmpty() && idempotencyKey == null) {
+      count(plan);
       return CompletableFuture.completedFuture(new Synced(answer(plan), false));
     }
     java.util.function.Function<Tx, Applied> work = tx -> {
@@ -92,7 +100,7 @@ public final class CrmService {
       if (idempotencyKey != null) {
         idempotency.store(tx, caller, idempotencyKey, requestHash, new IdempotencyStore.Stored(200, body), now);
       }
-      return new Applied(body, runsDue);
+      return new Applied(body, runsDue, current);
     };
     if (idempotencyKey == null) {
       return committer.submit(ws, work).thenApply(this::synced);
@@ -105,11 +113,20 @@ public final class CrmService {
     }
   }
 
+  /** After the sync's commit. */
   private Synced synced(Applied applied) {
     if (applied.runsDue()) {
       runs.runsBecameDue();
     }
+    count(applied.plan());
     return new Synced(applied.body(), false);
+  }
+
+  /** Counts a sync's records by outcome, once it is done (committed, or nothing to write). */
+  private void count(SyncPlan plan) {
+    Map<String, Integer> byOutcome = new HashMap<>();
+    plan.results.forEach(r -> byOutcome.merge(r.status(), 1, Integer::sum));
+    byOutcome.forEach(metrics::crmRecordsSynced);
   }
 
   /** Deletes a record (a tombstone, with its change and triggered runs); 404 if there is none; deleting twice is fine. */

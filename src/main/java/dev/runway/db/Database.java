@@ -2,7 +2,9 @@ package dev.runway.db;
 
 import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
+import com.zaxxer.hikari.metrics.micrometer.MicrometerMetricsTrackerFactory;
 import dev.runway.config.ServerSettings;
+import dev.runway.metrics.Metrics;
 import java.sql.Connection;
 import java.sql.ResultSet;
 import java.sql.SQLException;
@@ -39,7 +41,7 @@ public final class Database implements AutoCloseable {
   private volatile H2Housekeeping housekeeping;
 
   private Database(DataSource dataSource, HikariDataSource ownedPool, boolean h2, H2FileDatabase h2File,
-      boolean alone) {
+      boolean alone, Metrics metrics) {
     this.dataSource = new FailFastDataSource(dataSource, FAIL_FAST_MILLIS);
     this.ownedPool = ownedPool;
     this.jdbi = Jdbi.create(this.dataSource).installPlugin(new SqlObjectPlugin());
@@ -47,7 +49,7 @@ public final class Database implements AutoCloseable {
     this.h2File = h2File;
     this.alone = alone;
     // Several Runway instances may write to one PostgreSQL, never to one H2 file.
-    this.committer = new GroupCommitter(jdbi, !h2, 10_000);
+    this.committer = new GroupCommitter(jdbi, !h2, 10_000, metrics);
   }
 
   /**
@@ -55,17 +57,23 @@ public final class Database implements AutoCloseable {
    * running server holds is used through that server (AUTO_SERVER): this is for the keys command.
    */
   public static Database open(ServerSettings settings) {
-    return fromSettings(settings, false).prepared();
+    return open(settings, Metrics.off());
+  }
+
+  /** Like {@link #open(ServerSettings)}, counting the pool and the group commit in {@code metrics}. */
+  public static Database open(ServerSettings settings, Metrics metrics) {
+    return fromSettings(settings, false, metrics).prepared();
   }
 
   /**
    * The pool from the settings for a server, before any connection: {@link #prepare} connects and
    * migrates. Runway's start sets up its HTTP server meanwhile; an H2 file with many chunks takes
    * most of a second to open after a long load. An H2 file another process holds is refused in
-   * {@link #prepare} ({@link DatabaseInUseException}).
+   * {@link #prepare} ({@link DatabaseInUseException}). The pool and the group commit are counted in
+   * {@code metrics}.
    */
-  public static Database opening(ServerSettings settings) {
-    return fromSettings(settings, true);
+  public static Database opening(ServerSettings settings, Metrics metrics) {
+    return fromSettings(settings, true, metrics);
   }
 
   /**
@@ -73,7 +81,7 @@ public final class Database implements AutoCloseable {
    * here (see {@link H2FileDatabase#password}); that reads a file, and only a database made before
    * Runway generated passwords is connected to, once, to set one.
    */
-  private static Database fromSettings(ServerSettings settings, boolean alone) {
+  private static Database fromSettings(ServerSettings settings, boolean alone, Metrics metrics) {
     if (settings.isH2()) {
       H2FileDatabase.keepServersOnLoopback(); // before H2 starts: it reads the setting once
     }
@@ -95,19 +103,31 @@ public final class Database implements AutoCloseable {
     }
     // Start even when the database is briefly away; requests answer 503 until it is back.
     config.setInitializationFailTimeout(-1);
+    if (metrics.enabled()) {
+      // HikariCP's own meters: connections active, idle, pending, and the time to get one.
+      config.setMetricsTrackerFactory(new MicrometerMetricsTrackerFactory(metrics.registry()));
+    }
     HikariDataSource pool = new HikariDataSource(config);
-    return new Database(pool, pool, settings.isH2(), h2File, alone);
+    return new Database(pool, pool, settings.isH2(), h2File, alone, metrics);
   }
 
   /** Uses a DataSource the embedding program owns; it is not closed with the Database. */
   public static Database using(DataSource dataSource) {
+    return using(dataSource, Metrics.off());
+  }
+
+  /**
+   * Like {@link #using(DataSource)}, counting the group commit in {@code metrics}. The pool is the
+   * embedding program's: Runway adds no meters to it.
+   */
+  public static Database using(DataSource dataSource, Metrics metrics) {
     boolean h2;
     try (Connection c = firstConnection(dataSource)) {
       h2 = c.getMetaData().getURL().startsWith("jdbc:h2:");
     } catch (SQLException e) {
       throw new DatabaseUnavailableException("cannot open the database: " + e.getMessage(), e);
     }
-    return new Database(dataSource, null, h2, null, false).prepared();
+    return new Database(dataSource, null, h2, null, false, metrics).prepared();
   }
 
   /** This database, prepared; closed if that fails (the commit thread must not outlive it). */

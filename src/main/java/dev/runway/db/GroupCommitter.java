@@ -1,5 +1,6 @@
 package dev.runway.db;
 
+import dev.runway.metrics.Metrics;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.HashSet;
@@ -47,6 +48,7 @@ public final class GroupCommitter implements AutoCloseable {
   private final BlockingQueue<Write<?>> queue;
   private final Thread writer;
   private final boolean lockWorkspaces;
+  private final Metrics metrics;
   private final ExecutorService notifier = Executors.newSingleThreadExecutor(r -> {
     Thread t = new Thread(r, "runway-commit-notify");
     t.setDaemon(true);
@@ -81,11 +83,17 @@ public final class GroupCommitter implements AutoCloseable {
     }
   }
 
-  /** {@code lockWorkspaces}: whether other processes may write to the database (see above). */
-  public GroupCommitter(Jdbi jdbi, boolean lockWorkspaces, int queueCapacity) {
+  /**
+   * {@code lockWorkspaces}: whether other processes may write to the database (see above); each
+   * transaction's time and number of writes are counted in {@code metrics}, and so is what its writes
+   * count there (see {@link Tx#afterCommit}).
+   */
+  public GroupCommitter(Jdbi jdbi, boolean lockWorkspaces, int queueCapacity, Metrics metrics) {
     this.jdbi = jdbi;
     this.queue = new ArrayBlockingQueue<>(queueCapacity);
     this.lockWorkspaces = lockWorkspaces;
+    this.metrics = metrics;
+    metrics.watchCommitQueue(queue::size);
     this.writer = new Thread(this::writeLoop, "runway-commit");
     writer.setDaemon(true);
     writer.start();
@@ -158,7 +166,7 @@ public final class GroupCommitter implements AutoCloseable {
 
   private void commitBatch(List<Write<?>> batch) {
     try {
-      inTransaction(tx -> {
+      List<Runnable> afterCommit = inTransaction(batch.size(), tx -> {
         lockWorkspaces(tx, batch);
         for (Write<?> w : batch) {
           w.run(tx);
@@ -166,6 +174,7 @@ public final class GroupCommitter implements AutoCloseable {
       });
       List<Write<?>> committed = List.copyOf(batch);
       notifier.execute(() -> {
+        runAll(afterCommit);
         committed.forEach(Write::committed);
         tellListeners(committed);
       });
@@ -179,10 +188,11 @@ public final class GroupCommitter implements AutoCloseable {
     // Some write failed and took the batch with it: commit each on its own.
     for (Write<?> w : batch) {
       try {
-        inTransaction(tx -> {
+        List<Runnable> afterCommit = inTransaction(1, tx -> {
           lockWorkspaces(tx, List.of(w));
           w.run(tx);
         });
+        runAll(afterCommit);
         w.committed();
         notifier.execute(() -> tellListeners(List.of(w)));
       } catch (RuntimeException e) {
@@ -204,6 +214,16 @@ public final class GroupCommitter implements AutoCloseable {
   public Runnable addCommitListener(Consumer<Set<String>> listener) {
     commitListeners.add(listener);
     return () -> commitListeners.remove(listener);
+  }
+
+  private static void runAll(List<Runnable> afterCommit) {
+    for (Runnable task : afterCommit) {
+      try {
+        task.run();
+      } catch (RuntimeException e) {
+        LOG.error("a task after a commit failed", e);
+      }
+    }
   }
 
   private void tellListeners(List<Write<?>> committed) {
@@ -234,18 +254,23 @@ public final class GroupCommitter implements AutoCloseable {
   /**
    * Runs the transaction, again (up to 3 times, after a short random pause) when the database
    * broke it off to resolve a deadlock or a serialization conflict with another writer: another
-   * Runway instance on the same PostgreSQL.
+   * Runway instance on the same PostgreSQL. Returns what the committed transaction's writes asked
+   * to run after its commit (an attempt broken off asked for nothing). The committed attempt's time
+   * is counted in the metrics with its number of {@code writes}.
    */
-  private void inTransaction(java.util.function.Consumer<Tx> body) {
+  private List<Runnable> inTransaction(int writes, Consumer<Tx> body) {
     for (int attempt = 1; ; attempt++) {
       try {
-        jdbi.useTransaction(h -> {
-          try (Tx tx = new Tx(h, outbox)) {
+        long started = System.nanoTime();
+        List<Runnable> afterCommit = jdbi.inTransaction(h -> {
+          try (Tx tx = new Tx(h, outbox, metrics)) {
             body.accept(tx);
             tx.flush();
+            return tx.afterCommitTasks();
           }
         });
-        return;
+        metrics.committed(writes, System.nanoTime() - started);
+        return afterCommit;
       } catch (RuntimeException e) {
         if (attempt == 3 || !SqlErrors.isDeadlock(e)) {
           throw e;

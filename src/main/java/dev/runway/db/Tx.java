@@ -1,9 +1,12 @@
 package dev.runway.db;
 
+import dev.runway.metrics.Metrics;
 import java.sql.PreparedStatement;
 import java.sql.SQLException;
+import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 import org.jdbi.v3.core.Handle;
 
@@ -20,19 +23,41 @@ public final class Tx implements AutoCloseable {
   private final Map<String, PreparedStatement> statements = new LinkedHashMap<>();
   private final Map<Object, Object> locals = new HashMap<>();
   private final Outbox outbox;
+  private final Metrics metrics;
+  private final List<Runnable> afterCommit = new ArrayList<>();
 
   public Tx(Handle handle) {
-    this(handle, Outbox.NONE);
+    this(handle, Outbox.NONE, Metrics.off());
   }
 
-  public Tx(Handle handle, Outbox outbox) {
+  public Tx(Handle handle, Outbox outbox, Metrics metrics) {
     this.handle = handle;
     this.outbox = outbox;
+    this.metrics = metrics;
   }
 
   /** Where this transaction's events are published (see {@link Outbox}). */
   public Outbox outbox() {
     return outbox;
+  }
+
+  /** What this transaction's writes are counted in, through {@link #afterCommit}. */
+  public Metrics metrics() {
+    return metrics;
+  }
+
+  /**
+   * Runs {@code task} once this transaction has committed, before the writers are told; never if it
+   * rolls back (a group commit that fails runs its writes again, each in a transaction of its own).
+   * For counts that must match what was stored: it must be quick and must not throw.
+   */
+  public void afterCommit(Runnable task) {
+    afterCommit.add(task);
+  }
+
+  /** What {@link #afterCommit} asked for, for the group commit to run after the commit. */
+  List<Runnable> afterCommitTasks() {
+    return afterCommit;
   }
 
   /** A value kept for the rest of this transaction under {@code key}, made by {@code make} at the first ask. */

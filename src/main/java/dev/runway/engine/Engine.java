@@ -42,6 +42,8 @@ public final class Engine implements AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(Engine.class);
   /** Due runs read and moved per round. */
   private static final int BATCH = 256;
+  /** Where {@link #backlog} stops counting: a count costs a walk of the due runs' index. */
+  public static final int BACKLOG_COUNT_LIMIT = 100_000;
 
   private final Jdbi jdbi;
   private final GroupCommitter committer;
@@ -253,6 +255,14 @@ public final class Engine implements AutoCloseable {
   /** The memory the calls in flight hold now, as reserved (for tests and operators). */
   public long callBytesInFlight() {
     return memory.used();
+  }
+
+  /**
+   * Runs due now that no lease holds, of every instance on the database: those waiting for an
+   * engine to take them, counted up to {@link #BACKLOG_COUNT_LIMIT}. Reads the database.
+   */
+  public int backlog() {
+    return jdbi.withExtension(RunDao.class, dao -> dao.countDue(Time.now(), BACKLOG_COUNT_LIMIT));
   }
 
   private void sleepQuietly() {

@@ -10,8 +10,9 @@ import java.util.concurrent.atomic.AtomicInteger;
 /**
  * Bounds the requests being worked on at once. Past the bound a request gets a fast 503 rather
  * than joining an ever longer queue; while the server starts, and while it stops, new requests get
- * 503 (those in flight at a stop are waited for). Health checks are always answered. One API key
- * may hold only so many of the places (past that, 429 for that key), so no key can take them all.
+ * 503 (those in flight at a stop are waited for). Health checks and metrics scrapes are always
+ * answered. One API key may hold only so many of the places (past that, 429 for that key), so no
+ * key can take them all.
  */
 public final class InFlightLimit {
   private static final String ADMITTED = "runway.admitted";
@@ -41,7 +42,8 @@ public final class InFlightLimit {
   }
 
   public void enter(Context ctx) {
-    if (ctx.path().equals("/healthz") || ctx.path().equals("/readyz")) {
+    // Health checks, and scrapes of the metrics: most wanted when the server is at its limit.
+    if (ctx.path().equals("/healthz") || ctx.path().equals("/readyz") || ctx.path().equals("/metrics")) {
       return;
     }
     if (starting) {

@@ -85,6 +85,11 @@ public interface RunDao {
       + "AND (lease_until IS NULL OR lease_until < :now) AND workspace_id NOT IN (<except>) ORDER BY due_at LIMIT :limit")
   List<Run> dueRunsOutside(java.time.Instant now, @BindList("except") java.util.Collection<String> except, int limit);
 
+  /** How many runs {@link #dueRuns(java.time.Instant, int)} would find without a limit, counted up to {@code atMost}. */
+  @SqlQuery("SELECT COUNT(*) FROM (SELECT 1 FROM run WHERE due_at >= " + DUE_SINCE + " AND due_at <= :now "
+      + "AND (lease_until IS NULL OR lease_until < :now) LIMIT :atMost) due")
+  int countDue(java.time.Instant now, int atMost);
+
   /** As {@link #dueRuns(java.time.Instant, int)}, leaving out the runs of the workspaces {@code except}. */
   default List<Run> dueRuns(java.time.Instant now, java.util.Collection<String> except, int limit) {
     return except.isEmpty() ? dueRuns(now, limit) : dueRunsOutside(now, except, limit);

@@ -4,12 +4,15 @@ import dev.runway.core.Json;
 import dev.runway.db.Tx;
 import dev.runway.engine.Event;
 import dev.runway.engine.EventDao;
+import dev.runway.metrics.Metrics;
 import java.util.List;
 import java.util.function.Supplier;
 
 /**
  * Stores a run's events and publishes each to the transaction's outbox (webhooks), with the run
- * record as it is after them as the event's data.
+ * record as it is after them as the event's data. Every run event passes here, so here runs are
+ * counted as started and ended (metrics), once the transaction has committed: a write that rolls
+ * back counts nothing.
  */
 public final class RunEvents {
   private RunEvents() {}
@@ -34,5 +37,12 @@ public final class RunEvents {
     for (Event e : events) {
       tx.outbox().publish(tx, run.workspaceId(), e.id(), e.type(), e.createdAt(), record);
     }
+    Metrics metrics = tx.metrics();
+    String kind = run.kind();
+    tx.afterCommit(() -> {
+      for (Event e : events) {
+        metrics.runEvent(kind, e.type());
+      }
+    });
   }
 }

@@ -355,6 +355,7 @@ public final class WebhookDispatcher implements AutoCloseable {
     }
     WebhookAttempt attempt = endpoint == null || !endpoint.enabled() ? null : new WebhookAttempt(c.id(), attempts,
         started, (int) Duration.between(started, now).toMillis(), status, excerpt(answer), why);
+    service.metrics().webhookDelivery(outcome, attempt != null, Duration.between(started, now));
     outcomes.add(new Outcome(c, token, endpoint, outcome, attempts, next, status, why, attempt, gone, now));
     wake(); // the next round hands it to the group commit
   }

@@ -7,6 +7,7 @@ import dev.runway.core.Time;
 import dev.runway.db.GroupCommitter;
 import dev.runway.db.Tx;
 import dev.runway.http.ApiException;
+import dev.runway.metrics.Metrics;
 import dev.runway.outbound.SpecialAddresses;
 import dev.runway.secret.SecretBox;
 import dev.runway.webhook.WebhookViews.DeliveryDetail;
@@ -38,12 +39,16 @@ public final class WebhookService {
   private final Supplier<SecretBox> box;
   private final WebhookSettings settings;
   private final WebhookOutbox outbox;
+  private final Metrics metrics;
 
-  public WebhookService(Jdbi jdbi, GroupCommitter committer, Supplier<SecretBox> box, WebhookSettings settings) {
+  /** The dispatcher counts its attempts' outcomes in {@code metrics}. */
+  public WebhookService(Jdbi jdbi, GroupCommitter committer, Supplier<SecretBox> box, WebhookSettings settings,
+      Metrics metrics) {
     this.jdbi = jdbi;
     this.committer = committer;
     this.box = box;
     this.settings = settings;
+    this.metrics = metrics;
     this.outbox = new WebhookOutbox(settings.retryWindow());
     committer.useOutbox(outbox);
   }
@@ -62,6 +67,10 @@ public final class WebhookService {
 
   GroupCommitter committer() {
     return committer;
+  }
+
+  Metrics metrics() {
+    return metrics;
   }
 
   // ---- endpoints ----

@@ -12,6 +12,7 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.List;
 import java.util.Map;
 import java.util.Properties;
 import org.junit.jupiter.api.Test;
@@ -185,6 +186,20 @@ class SettingsTest {
     assertFalse(ServerSettings.from(badKey).model().toString().contains("sk-secret-value"));
     SettingsException e = assertThrows(SettingsException.class, () -> badKey.integer("agents.model.api_key", 0, 1));
     assertFalse(e.getMessage().contains("sk-secret-value"), e.getMessage());
+  }
+
+  /** The README's configuration table is where operators look a setting up: none may be missing. */
+  @Test
+  void every_setting_has_a_row_in_the_readme_configuration_table() throws IOException {
+    // Maven runs tests from the repository root.
+    List<String> lines = Files.readAllLines(Path.of("README.md"), StandardCharsets.UTF_8);
+    int header = lines.indexOf("| key | environment variable | default | meaning |");
+    assertTrue(header >= 0, "the README has its configuration table");
+    List<String> rows = lines.subList(header + 2, lines.size()).stream().takeWhile(l -> l.startsWith("|")).toList();
+    for (String key : Settings.defaults().asMap().keySet()) {
+      assertTrue(rows.stream().anyMatch(row -> row.startsWith("| `" + key + "`") || row.contains(", `" + key + "`")),
+          "no row for " + key + " in the README's configuration table");
+    }
   }
 
   private Path write(String name, String text) throws IOException {

@@ -25,7 +25,9 @@ class GroupCommitterTest {
   /**
    * Rows added through Tx.batch reach the database only at the commit, so a bad row fails the
    * whole batch there. The committer must then commit the others one by one, and fail only the
-   * write that added the bad row, with the database's own error.
+   * write that added the bad row, with the database's own error. What the writes asked to run after
+   * the commit (Tx.afterCommit) runs once for each write committed, before its writer is answered,
+   * and never for the failed one nor for the batch that rolled back.
    */
   @BothDatabases
   void a_row_that_fails_at_commit_fails_only_its_own_write(Api api) throws Exception {
@@ -35,6 +37,7 @@ class GroupCommitterTest {
     committer.commit(api.workspace, tx -> insert(tx, taken));
 
     List<String> goodIds = new ArrayList<>();
+    List<String> afterCommit = new java.util.concurrent.CopyOnWriteArrayList<>();
     ExecutorService pool = Executors.newFixedThreadPool(17);
     try {
       CountDownLatch queued = new CountDownLatch(1);
@@ -49,7 +52,10 @@ class GroupCommitterTest {
         if (i != 7) {
           goodIds.add(e.id());
         }
-        writes.add(pool.submit(() -> committer.commit(api.workspace, tx -> insert(tx, e))));
+        writes.add(pool.submit(() -> committer.commit(api.workspace, tx -> {
+          tx.afterCommit(() -> afterCommit.add(e.id()));
+          return insert(tx, e);
+        })));
       }
       Thread.sleep(200);
       queued.countDown();
@@ -62,6 +68,7 @@ class GroupCommitterTest {
           assertTrue(SqlErrors.isUniqueViolation(failed.getCause()), failed.getCause()::toString);
         } else {
           assertEquals("ok", write.get(10, TimeUnit.SECONDS));
+          assertTrue(afterCommit.contains(goodIds.get(i < 7 ? i : i - 1)), "run before the writer is answered");
         }
       }
     } finally {
@@ -72,6 +79,8 @@ class GroupCommitterTest {
     assertEquals(16, stored.size(), "the first event and the 15 good ones: " + stored);
     assertTrue(stored.containsAll(goodIds), "every good write is stored: " + stored);
     assertEquals(1, stored.stream().filter(taken.id()::equals).count());
+    assertEquals(goodIds.size(), afterCommit.size(), "once per committed write: " + afterCommit);
+    assertTrue(afterCommit.containsAll(goodIds));
   }
 
   private static Object insert(Tx tx, Event e) {

@@ -7,6 +7,7 @@ import dev.runway.db.Database;
 import dev.runway.engine.Engine;
 import dev.runway.engine.EngineSettings;
 import dev.runway.engine.ModelSettings;
+import dev.runway.metrics.Metrics;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.sql.Connection;
@@ -44,8 +45,10 @@ public enum TestDatabase {
     if (opened == null) {
       Settings settings = settingsForFreshDatabase();
       ServerSettings server = ServerSettings.from(settings);
-      Database database = Database.open(server);
-      opened = new Opened(settings, server, Services.over(database, server, this::wakeEngine));
+      // Metrics kept, as a server keeps them: every API test's requests and writes are counted.
+      Metrics metrics = Metrics.prometheus();
+      Database database = Database.open(server, metrics);
+      opened = new Opened(settings, server, Services.over(database, server, metrics, this::wakeEngine));
       TempFiles.first(database::close); // before its files and schema go
     }
     return opened;
