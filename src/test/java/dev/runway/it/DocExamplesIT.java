@@ -77,9 +77,9 @@ class DocExamplesIT {
         System.out.println("DocExamplesIT: ran " + ran + " doc blocks with curl, skipped " + skipped.size()
             + (skipped.isEmpty() ? "" : ": " + String.join(", ", skipped)));
         assertTrue(ran > 3 * skipped.size(), "most curl examples must run: ran " + ran + ", skipped " + skipped);
-        // The tour's and the reference's webhook endpoints got their events.
-        receiver.await(Duration.ofSeconds(30), d -> d.stream().anyMatch(x -> x.type().equals("run.succeeded"))
-            && d.stream().anyMatch(x -> x.type().equals("ping")), "a ping and a run.succeeded at the receiver");
+        // The webhook examples' endpoints got their events (the tour's asks for run.*, and stays enabled).
+        receiver.await(Duration.ofSeconds(30), d -> d.stream().anyMatch(x -> x.type().equals("run.succeeded")),
+            "a run.succeeded delivery at the receiver");
       } finally {
         server.stop();
       }
@@ -201,10 +201,17 @@ class DocExamplesIT {
   }
 
   /** The admin key the first start printed on standard output, as a newcomer finds it. */
-  private static String firstAdminKey(RunwayProcess server) throws IOException {
-    Matcher m = Pattern.compile("^\\s+(wsk_[A-Za-z0-9]{40,})\\s*$", Pattern.MULTILINE).matcher(server.stdout());
-    assertTrue(m.find(), "the first start printed an admin key on standard output");
-    return m.group(1);
+  private static String firstAdminKey(RunwayProcess server) throws IOException, InterruptedException {
+    Pattern key = Pattern.compile("^\\s+(wsk_[A-Za-z0-9]{40,})\\s*$", Pattern.MULTILINE);
+    long deadline = System.nanoTime() + Duration.ofSeconds(20).toNanos();
+    while (true) { // /readyz may answer 200 a moment before the key is printed
+      Matcher m = key.matcher(server.stdout());
+      if (m.find()) {
+        return m.group(1);
+      }
+      assertTrue(System.nanoTime() < deadline, "the first start printed an admin key on standard output");
+      Thread.sleep(100);
+    }
   }
 
   private static void copyTree(Path from, Path to) throws IOException {
