@@ -13,7 +13,7 @@ import java.util.List;
 import java.util.Map;
 
 /**
- * A workflow run's progress and the moves it may make (see the README's state diagram): its steps,
+ * A workflow run's progress and the moves it may make (see the state diagram in docs/api.md): its steps,
  * one after another, on top of what every run shares ({@link RunMachine}). Each move changes the
  * state in memory and records its event; they are then saved together.
  */

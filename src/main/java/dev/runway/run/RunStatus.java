@@ -3,7 +3,7 @@ package dev.runway.run;
 import java.util.Arrays;
 import java.util.Optional;
 
-/** The states of a run (see the state table in the README). */
+/** The states of a run (see the state table in docs/api.md). */
 public enum RunStatus {
   RUNNING, AWAITING_APPROVAL, SUCCEEDED, FAILED, CANCELED, REJECTED;
 

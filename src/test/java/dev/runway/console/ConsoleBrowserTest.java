@@ -28,7 +28,7 @@ import org.openqa.selenium.support.ui.WebDriverWait;
  * The console in a real headless Chromium (Debian's chromium and chromedriver, paths set so that
  * nothing is downloaded): sign up, make a key, use it from a real HTTP client to define a workflow
  * and start a run, see the run, approve it, revoke the key, sign out. Pictures of the pages go to
- * target/console-screenshots (docs/console/ holds the committed copies; see the README). Without
+ * target/console-screenshots (docs/console/ holds the committed copies; see docs/development.md). Without
  * Chromium the test is skipped, with a line saying so.
  */
 class ConsoleBrowserTest {

@@ -40,7 +40,7 @@ import java.util.regex.Pattern;
  *
  * <p>Without JAZZER_FUZZ these run as plain tests over the committed seeds in
  * src/test/resources/dev/runway/fuzz/RequestFuzzTestInputs/&lt;method&gt;/. With JAZZER_FUZZ=1 one
- * of them fuzzes for maxDuration (see the README) and writes any failing input into that folder.
+ * of them fuzzes for maxDuration (see docs/development.md) and writes any failing input into that folder.
  */
 class RequestFuzzTest {
   private static final String WORKFLOW_ID = "fuzz-workflow";

@@ -170,6 +170,12 @@ final class RunwayProcess {
     return false;
   }
 
+  /** What the server wrote on standard output (the first start's admin key), or "" before it wrote anything. */
+  String stdout() throws IOException {
+    Path out = workDir.resolve("server.out");
+    return Files.exists(out) ? Files.readString(out) : "";
+  }
+
   String log() {
     try {
       String err = Files.readString(workDir.resolve("server.err"));
