@@ -107,10 +107,11 @@ final class DispatchQueries {
     }
   }
 
+  static final String ENDPOINT_COLUMNS = "id, workspace_id, url, description, event_types, enabled, disabled_reason, "
+      + "secret, previous_secret, previous_secret_until, failing_since, created_at, updated_at";
+
   static List<WebhookEndpoint> endpoints(Connection c, Collection<String> ids) {
-    String sql = "SELECT id, workspace_id, url, description, event_types, enabled, disabled_reason, secret, "
-        + "previous_secret, previous_secret_until, failing_since, created_at, updated_at FROM webhook_endpoint "
-        + "WHERE id IN (" + marks(ids.size()) + ")";
+    String sql = "SELECT " + ENDPOINT_COLUMNS + " FROM webhook_endpoint WHERE id IN (" + marks(ids.size()) + ")";
     try (PreparedStatement ps = c.prepareStatement(sql)) {
       int i = 1;
       for (String id : ids) {
@@ -119,17 +120,22 @@ final class DispatchQueries {
       List<WebhookEndpoint> out = new ArrayList<>();
       try (ResultSet rs = ps.executeQuery()) {
         while (rs.next()) {
-          out.add(new WebhookEndpoint(rs.getString("id"), rs.getString("workspace_id"), rs.getString("url"),
-              rs.getString("description"), rs.getString("event_types"), rs.getBoolean("enabled"),
-              rs.getString("disabled_reason"), rs.getString("secret"), rs.getString("previous_secret"),
-              Jdbc.getTime(rs, "previous_secret_until"), Jdbc.getTime(rs, "failing_since"),
-              Jdbc.getTime(rs, "created_at"), Jdbc.getTime(rs, "updated_at")));
+          out.add(endpoint(rs));
         }
       }
       return out;
     } catch (SQLException e) {
       throw new Jdbc.UncheckedSqlException(e);
     }
+  }
+
+  /** The endpoint in the row of a query for {@link #ENDPOINT_COLUMNS}. */
+  static WebhookEndpoint endpoint(ResultSet rs) throws SQLException {
+    return new WebhookEndpoint(rs.getString("id"), rs.getString("workspace_id"), rs.getString("url"),
+        rs.getString("description"), rs.getString("event_types"), rs.getBoolean("enabled"),
+        rs.getString("disabled_reason"), rs.getString("secret"), rs.getString("previous_secret"),
+        Jdbc.getTime(rs, "previous_secret_until"), Jdbc.getTime(rs, "failing_since"),
+        Jdbc.getTime(rs, "created_at"), Jdbc.getTime(rs, "updated_at"));
   }
 
   private static final String SUCCEEDED = "UPDATE webhook_delivery SET status = '" + WebhookDelivery.SUCCEEDED

@@ -40,8 +40,13 @@ import org.slf4j.LoggerFactory;
  * and wait in this instance for a place (see {@link Lane}). An attempt's outcome is recorded
  * through the group commit, together with the others that ended meanwhile; a crash before that
  * leaves the lease to expire, and the delivery is attempted again (at least once).
+ *
+ * <p>A delivery stored by this instance's own commits is, when there is room for it, stored leased
+ * to the dispatcher already and handed to it after the commit (see {@link WebhookOutbox.Handoff}):
+ * it needs no claim. The others (stored when there was no room, retries, redeliveries, those of
+ * other instances or of leases that expired) are claimed.
  */
-public final class WebhookDispatcher implements AutoCloseable {
+public final class WebhookDispatcher implements AutoCloseable, WebhookOutbox.Handoff {
   private static final Logger LOG = LoggerFactory.getLogger(WebhookDispatcher.class);
   /** Most deliveries claimed in one round. */
   private static final int CLAIM_BATCH = 100;
@@ -55,6 +60,14 @@ public final class WebhookDispatcher implements AutoCloseable {
   private static final long LOOK_PAST_MIN_NANOS = 50_000_000;
   /** Most outcomes recorded in one write. */
   private static final int RECORD_BATCH = 256;
+  /**
+   * Outcomes wait up to this long to be recorded together (unless a batch is waiting, or the
+   * instance's places run short). Each group commit that records some writes the pages of the
+   * deliveries, their due and updated indexes and the attempts (H2 writes them all at each commit);
+   * recorded at every round, outcomes were in nearly every commit, and under start-run load with an
+   * endpoint enabled run starts lost two thirds of their throughput instead of half.
+   */
+  private static final long RECORD_EVERY_NANOS = 25_000_000;
   /** Endpoints whose decrypted secrets are kept; past it the keeping starts afresh. */
   private static final int MAX_KEPT_SECRETS = 10_000;
 
@@ -70,8 +83,17 @@ public final class WebhookDispatcher implements AutoCloseable {
   private final Map<String, Lane> lanes = new ConcurrentHashMap<>();
   /** Outcomes not yet handed to the group commit, in the order their attempts ended. */
   private final Queue<Outcome> outcomes = new ConcurrentLinkedQueue<>();
+  private final AtomicInteger outcomeCount = new AtomicInteger();
+  /** When outcomes were last handed to the group commit (the dispatcher's thread only). */
+  private long recordedAt = System.nanoTime();
   /** Each endpoint's live secrets, decrypted, with the stored values they were decrypted from. */
   private final Map<String, Secrets> secrets = new ConcurrentHashMap<>();
+  /** Deliveries handed over after the commits that stored them leased (see {@link #handOver}), to be sent. */
+  private final Queue<WebhookOutbox.Handed> handed = new ConcurrentLinkedQueue<>();
+  /** How many of them: they count against the bounds before they are taken up. */
+  private final AtomicInteger handedCount = new AtomicInteger();
+  /** The lease owner of deliveries stored leased to this dispatcher. */
+  private final String handedToken = owner + ":h";
   private final Thread thread;
   private final Runnable stopListening;
   private final Object signal = new Object();
@@ -81,6 +103,16 @@ public final class WebhookDispatcher implements AutoCloseable {
   private long lookPastEvery = LOOK_PAST_MIN_NANOS;
   private boolean lookingPast;
   private boolean lookPastWanted;
+  /**
+   * Whether deliveries may be due that the last look did not find: set when this instance stored
+   * or made due some (a commit with {@link WebhookOutbox#takeStored}) and while the looks find
+   * some; else the dispatcher looks every webhooks.poll_interval_ms (for those of other instances,
+   * retries coming due, leases run out). A round runs at every outcome and every handover: with
+   * the deliveries in flight held in the due index (until their outcomes are recorded), a look
+   * read them all to find nothing, round after round.
+   */
+  private volatile boolean dueMaybe = true;
+  private long lastLook = System.nanoTime();
   private volatile boolean closing;
 
   private WebhookDispatcher(WebhookService service, OutboundHttp outbound, boolean singleProcess) {
@@ -113,11 +145,18 @@ public final class WebhookDispatcher implements AutoCloseable {
     }
     WebhookDispatcher dispatcher = new WebhookDispatcher(service, outbound, singleProcess);
     dispatcher.thread.start();
+    service.outbox().handOffTo(dispatcher);
     return dispatcher;
   }
 
   /** Looks for due deliveries now. */
   public void wake() {
+    dueMaybe = true;
+    signal();
+  }
+
+  /** Runs a round now (outcomes to record, deliveries handed over, room made), looking for due ones only if {@link #dueMaybe}. */
+  private void signal() {
     synchronized (signal) {
       woken = true;
       signal.notifyAll();
@@ -132,9 +171,13 @@ public final class WebhookDispatcher implements AutoCloseable {
         }
       } catch (RuntimeException e) {
         LOG.warn("webhook dispatch round failed: {}", e.getMessage());
+        dueMaybe = true; // its look may not have been made
       }
       long waitMillis = lookPastWanted ? Math.max(1, (lookPastAt - System.nanoTime()) / 1_000_000)
           : settings.pollInterval().toMillis();
+      if (outcomeCount.get() > 0) { // to be recorded when their wait is over
+        waitMillis = Math.min(waitMillis, Math.max(1, (recordedAt + RECORD_EVERY_NANOS - System.nanoTime()) / 1_000_000));
+      }
       synchronized (signal) {
         if (!woken && !closing) {
           try {
@@ -163,7 +206,12 @@ public final class WebhookDispatcher implements AutoCloseable {
    * endpoint's deliveries wait that long at most behind the backlog of a busy or slow one.
    */
   private boolean claimAndSend() {
-    recordOutcomes();
+    long sinceRecorded = System.nanoTime() - recordedAt;
+    if (sinceRecorded >= RECORD_EVERY_NANOS || outcomeCount.get() >= RECORD_BATCH
+        || inFlight.get() + CLAIM_BATCH > settings.maxInFlight()) {
+      recordOutcomes();
+    }
+    sendHanded();
     int room = Math.min(CLAIM_BATCH, settings.maxInFlight() - inFlight.get());
     if (room <= 0) {
       return false;
@@ -177,6 +225,11 @@ public final class WebhookDispatcher implements AutoCloseable {
     });
     long started = System.nanoTime();
     boolean lookPast = !full.isEmpty() && (lookingPast || started - lookPastAt >= 0);
+    if (!lookPast && !dueMaybe && started - lastLook < settings.pollInterval().toNanos()) {
+      return false; // nothing can have become due since the last look found none
+    }
+    dueMaybe = false; // before the look: a commit storing more during it sets it again
+    lastLook = started;
     Instant now = Time.now();
     List<DispatchQueries.Due> due = service.jdbi().withHandle(h ->
         DispatchQueries.due(h.getConnection(), now, lookPast ? full : Set.of(), room));
@@ -199,6 +252,11 @@ public final class WebhookDispatcher implements AutoCloseable {
       }
     }
     boolean fullBatch = due.size() == room;
+    if (!due.isEmpty() || lookPast) {
+      // Perhaps more: look again at the next round. (A look past the endpoints without room left
+      // out their deliveries, due as they may be, for when their lanes have room again.)
+      dueMaybe = true;
+    }
     // Due deliveries were left behind for want of room: others may wait behind them.
     lookPastWanted = fullBatch && leftBehind > 0 && !lookPast;
     if (ids.isEmpty()) {
@@ -207,7 +265,7 @@ public final class WebhookDispatcher implements AutoCloseable {
     String token = owner + ":" + rounds.incrementAndGet();
     // A claimed delivery may wait for a place (see Lane) until the attempts in flight before it have
     // ended, a timeout at most, and then take a timeout itself.
-    Instant leaseUntil = now.plus(settings.timeout().multipliedBy(2)).plusSeconds(30);
+    Instant leaseUntil = leaseUntil(now);
     if (singleProcess) {
       // H2: the leases are written by the group commit, with whatever else commits then; in a
       // transaction of their own they were a commit (a chunk written to the file) for every round.
@@ -241,6 +299,66 @@ public final class WebhookDispatcher implements AutoCloseable {
       }
     }
     return fullBatch && (leftBehind == 0 || lookPast);
+  }
+
+  /**
+   * How long a delivery is leased: it may wait for a place (see Lane) until the attempts in flight
+   * before it have ended, a timeout at most, and then take a timeout itself.
+   */
+  private Instant leaseUntil(Instant now) {
+    return now.plus(settings.timeout().multipliedBy(2)).plusSeconds(30);
+  }
+
+  /**
+   * Called in the transaction storing a new delivery (on the group commit's thread): a lease when
+   * this instance has room for it, under the same bounds as a claim (webhooks.max_in_flight, and
+   * twice max_in_flight_per_endpoint held per endpoint: in flight, and as many waiting for a place),
+   * counting those the transaction leased already and those handed over and not yet taken up.
+   */
+  @Override
+  public WebhookOutbox.Lease lease(String endpointId, int alreadyLeased, int leasedInAll, Instant now) {
+    if (closing || inFlight.get() + handedCount.get() + leasedInAll >= settings.maxInFlight()) {
+      return null;
+    }
+    Lane lane = lanes.get(endpointId);
+    int held = (lane == null ? 0 : lane.held()) + alreadyLeased;
+    if (held >= 2 * settings.maxInFlightPerEndpoint()) {
+      return null;
+    }
+    return new WebhookOutbox.Lease(handedToken, leaseUntil(now));
+  }
+
+  /** After the commit that stored them leased (on the thread that tells committers): to be sent at once. */
+  @Override
+  public void handOver(List<WebhookOutbox.Handed> deliveries) {
+    if (deliveries.isEmpty()) {
+      return;
+    }
+    if (closing) { // committed as the dispatcher stopped: given back (else their leases expire)
+      try {
+        service.jdbi().useHandle(h -> DispatchQueries.release(h.getConnection(),
+            deliveries.stream().map(d -> d.claimed().id()).toList(), handedToken));
+      } catch (RuntimeException e) {
+        LOG.warn("could not give back {} webhook deliveries not attempted: {}", deliveries.size(), e.getMessage());
+      }
+      return;
+    }
+    handedCount.addAndGet(deliveries.size());
+    handed.addAll(deliveries);
+    signal();
+  }
+
+  /** Sends the deliveries handed over (see {@link #handOver}), on the dispatcher's thread. */
+  private void sendHanded() {
+    for (WebhookOutbox.Handed h = handed.poll(); h != null; h = handed.poll()) {
+      inFlight.incrementAndGet();
+      handedCount.decrementAndGet();
+      Lane lane = lanes.computeIfAbsent(h.endpoint().id(), k -> new Lane());
+      Attempt attempt = new Attempt(h.claimed(), h.owner(), h.endpoint());
+      if (lane.startOrWait(attempt, settings.maxInFlightPerEndpoint())) {
+        send(lane, attempt);
+      }
+    }
   }
 
   /** A claimed delivery, to be attempted. */
@@ -295,7 +413,7 @@ public final class WebhookDispatcher implements AutoCloseable {
     if (next != null) {
       send(lane, next);
     } else {
-      wake();
+      signal();
     }
   }
 
@@ -357,7 +475,8 @@ public final class WebhookDispatcher implements AutoCloseable {
         started, (int) Duration.between(started, now).toMillis(), status, excerpt(answer), why);
     service.metrics().webhookDelivery(outcome, attempt != null, Duration.between(started, now));
     outcomes.add(new Outcome(c, token, endpoint, outcome, attempts, next, status, why, attempt, gone, now));
-    wake(); // the next round hands it to the group commit
+    outcomeCount.incrementAndGet();
+    signal(); // the next round hands it to the group commit
   }
 
   /** An attempt's outcome, to be recorded. */
@@ -376,11 +495,13 @@ public final class WebhookDispatcher implements AutoCloseable {
    * (a chunk written to the file) for every few deliveries.
    */
   private void recordOutcomes() {
+    recordedAt = System.nanoTime();
     while (!outcomes.isEmpty()) {
       List<Outcome> batch = new ArrayList<>();
       for (Outcome o = outcomes.poll(); o != null; o = batch.size() < RECORD_BATCH ? outcomes.poll() : null) {
         batch.add(o);
       }
+      outcomeCount.addAndGet(-batch.size());
       Map<String, List<Outcome>> byWorkspace = new LinkedHashMap<>();
       batch.forEach(o -> byWorkspace.computeIfAbsent(o.c().workspaceId(), k -> new ArrayList<>()).add(o));
       for (Map.Entry<String, List<Outcome>> e : byWorkspace.entrySet()) {
@@ -472,7 +593,7 @@ public final class WebhookDispatcher implements AutoCloseable {
   /** Outcomes were recorded (or given up on: their leases expire): the instance has their places again. */
   private void release(int n) {
     inFlight.addAndGet(-n);
-    wake();
+    signal();
   }
 
   /** The stored secrets an endpoint's live secrets were decrypted from, and those. */
@@ -546,6 +667,7 @@ public final class WebhookDispatcher implements AutoCloseable {
   @Override
   public void close() {
     closing = true;
+    service.outbox().handOffTo(null);
     stopListening.run();
     wake();
     try {
@@ -556,12 +678,18 @@ public final class WebhookDispatcher implements AutoCloseable {
       lanes.values().forEach(lane -> lane.takeWaiting()
           .forEach(a -> unsent.computeIfAbsent(a.token(), k -> new ArrayList<>()).add(a.c().id())));
       int n = unsent.values().stream().mapToInt(List::size).sum();
-      if (n > 0) {
+      // Handed over and not taken up (not counted in flight): given back with the others.
+      int notTaken = 0;
+      for (WebhookOutbox.Handed h = handed.poll(); h != null; h = handed.poll()) {
+        unsent.computeIfAbsent(h.owner(), k -> new ArrayList<>()).add(h.claimed().id());
+        notTaken++;
+      }
+      if (n + notTaken > 0) {
         try {
           service.jdbi().useHandle(h -> unsent.forEach((token, ids) ->
               DispatchQueries.release(h.getConnection(), ids, token)));
         } catch (RuntimeException e) {
-          LOG.warn("could not give back {} webhook deliveries not attempted: {}", n, e.getMessage());
+          LOG.warn("could not give back {} webhook deliveries not attempted: {}", n + notTaken, e.getMessage());
         }
         inFlight.addAndGet(-n);
       }

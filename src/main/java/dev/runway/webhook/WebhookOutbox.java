@@ -34,8 +34,8 @@ final class WebhookOutbox implements Outbox {
     this.retryWindow = retryWindow;
   }
 
-  /** The enabled endpoints of a workspace (their ids) and the event types each asks for, read once per transaction. */
-  private record Listeners(List<String> endpoints, List<List<String>> types) {}
+  /** The enabled endpoints of a workspace and the event types each asks for, read once per transaction. */
+  private record Listeners(List<WebhookEndpoint> endpoints, List<List<String>> types) {}
 
   /**
    * Endpoints' event_types as stored (a JSON array) and as parsed: parsing them for every
@@ -43,6 +43,42 @@ final class WebhookOutbox implements Outbox {
    */
   private final Map<String, List<String>> parsedTypes = new ConcurrentHashMap<>();
   private static final int MAX_PARSED_TYPES = 10_000;
+
+  /**
+   * The dispatcher of this instance while it runs: a delivery it has room for is stored already
+   * leased to it, and handed to it once the transaction has committed (see {@link Handoff}).
+   */
+  private volatile Handoff handoff;
+
+  /**
+   * Takes new deliveries without a claim. Under load the claim (a query for due deliveries, an
+   * update leasing them, committed, and a query for their bodies) was a third of what a delivery
+   * cost the database, and on PostgreSQL a commit of its own; the transaction that stores the
+   * delivery can store its lease as well, and the body and endpoint are at hand then. The lease
+   * is the same as a claim's (one instance attempts the delivery; should this one stop before
+   * recording the attempt, the lease expires and any instance attempts it again), and the
+   * dispatcher's bounds hold: it is asked for each delivery.
+   */
+  interface Handoff {
+    /**
+     * The lease to store a new delivery to this endpoint under, when the dispatcher has room for
+     * it besides {@code alreadyLeased} deliveries to the endpoint and {@code leasedInAll} in all
+     * leased so far in the same transaction; null to store it due, for a claim.
+     */
+    Lease lease(String endpointId, int alreadyLeased, int leasedInAll, Instant now);
+
+    /** After the commit that stored them: the deliveries stored under the leases it gave. */
+    void handOver(List<Handed> handed);
+  }
+
+  record Lease(String owner, Instant until) {}
+
+  /** A delivery stored leased, with its endpoint as the transaction read it. */
+  record Handed(DispatchQueries.Claimed claimed, String owner, WebhookEndpoint endpoint) {}
+
+  void handOffTo(Handoff handoff) {
+    this.handoff = handoff;
+  }
 
   @Override
   public void publish(Tx tx, String workspaceId, String eventId, String type, Instant createdAt, Supplier<String> data) {
@@ -54,8 +90,39 @@ final class WebhookOutbox implements Outbox {
           payload = envelope(eventId, type, createdAt, data.get());
           storeMessage(tx, workspaceId, eventId, type, payload, createdAt);
         }
-        storeDelivery(tx, workspaceId, listeners.endpoints().get(i), eventId, type, Time.now(), retryWindow);
+        WebhookEndpoint endpoint = listeners.endpoints().get(i);
+        Instant now = Time.now();
+        Handoff to = handoff;
+        Handing handing = to == null ? null : tx.local(Handing.class, k -> new Handing(tx, to));
+        Lease lease = handing == null || handing.to != to ? null
+            : to.lease(endpoint.id(), handing.leased(endpoint.id()), handing.all.size(), now);
+        String id = storeDelivery(tx, workspaceId, endpoint.id(), eventId, type, now, retryWindow, lease);
+        if (lease != null) {
+          handing.add(new Handed(new DispatchQueries.Claimed(id, workspaceId, endpoint.id(), eventId, 0,
+              now.plus(retryWindow), payload), lease.owner(), endpoint));
+        }
       }
+    }
+  }
+
+  /** The deliveries a transaction stored leased, handed over after its commit. */
+  private static final class Handing {
+    private final Handoff to;
+    private final List<Handed> all = new ArrayList<>();
+    private final Map<String, Integer> perEndpoint = new java.util.HashMap<>();
+
+    Handing(Tx tx, Handoff to) {
+      this.to = to;
+      tx.afterCommit(() -> to.handOver(all));
+    }
+
+    int leased(String endpointId) {
+      return perEndpoint.getOrDefault(endpointId, 0);
+    }
+
+    void add(Handed h) {
+      all.add(h);
+      perEndpoint.merge(h.endpoint().id(), 1, Integer::sum);
     }
   }
 
@@ -63,24 +130,26 @@ final class WebhookOutbox implements Outbox {
    * Read in the transaction itself, so that what it delivers to follows the endpoints' changes
    * exactly (also those of other instances), in plain JDBC: this runs in every transaction that
    * stores events, on the group commit's thread, where attaching Jdbi's DAO and mapping whole
-   * endpoints cost as much as the rest of a batch of run starts' webhook work.
+   * endpoints cost as much as the rest of a batch of run starts' webhook work. The whole row: a
+   * delivery handed to the dispatcher is sent with what it says (URL, secrets).
    */
   private Listeners listeners(Tx tx, String workspaceId) {
-    List<String> ids = new ArrayList<>();
+    List<WebhookEndpoint> endpoints = new ArrayList<>();
     List<List<String>> types = new ArrayList<>();
     try (PreparedStatement ps = tx.connection().prepareStatement(
-        "SELECT id, event_types FROM webhook_endpoint WHERE workspace_id = ? AND enabled = TRUE")) {
+        "SELECT " + DispatchQueries.ENDPOINT_COLUMNS + " FROM webhook_endpoint WHERE workspace_id = ? AND enabled = TRUE")) {
       ps.setString(1, workspaceId);
       try (ResultSet rs = ps.executeQuery()) {
         while (rs.next()) {
-          ids.add(rs.getString(1));
-          types.add(parsed(rs.getString(2)));
+          WebhookEndpoint e = DispatchQueries.endpoint(rs);
+          endpoints.add(e);
+          types.add(parsed(e.eventTypes()));
         }
       }
     } catch (SQLException e) {
       throw new Jdbc.UncheckedSqlException(e);
     }
-    return new Listeners(ids, types);
+    return new Listeners(endpoints, types);
   }
 
   private List<String> parsed(String eventTypes) {
@@ -131,11 +200,18 @@ final class WebhookOutbox implements Outbox {
 
   void storeDelivery(Tx tx, String ws, String endpointId, String eventId, String type, Instant now,
       Duration window) {
+    storeDelivery(tx, ws, endpointId, eventId, type, now, window, null);
+  }
+
+  /** Stores a delivery, due now, or leased already (see {@link Handoff}); its id. */
+  private String storeDelivery(Tx tx, String ws, String endpointId, String eventId, String type, Instant now,
+      Duration window, Lease lease) {
     PreparedStatement ps = tx.batch("INSERT INTO webhook_delivery (id, workspace_id, endpoint_id, event_id, event_type, "
-        + "status, attempts, next_attempt_at, give_up_at, created_at, updated_at) "
-        + "VALUES (?, ?, ?, ?, ?, 'pending', 0, ?, ?, ?, ?)");
+        + "status, attempts, next_attempt_at, give_up_at, created_at, updated_at, lease_owner, lease_until) "
+        + "VALUES (?, ?, ?, ?, ?, 'pending', 0, ?, ?, ?, ?, ?, ?)");
+    String id = Ids.newId("del", now.toEpochMilli());
     try {
-      ps.setString(1, Ids.newId("del", now.toEpochMilli()));
+      ps.setString(1, id);
       ps.setString(2, ws);
       ps.setString(3, endpointId);
       ps.setString(4, eventId);
@@ -144,10 +220,15 @@ final class WebhookOutbox implements Outbox {
       Jdbc.setTime(ps, 7, now.plus(window));
       Jdbc.setTime(ps, 8, now);
       Jdbc.setTime(ps, 9, now);
+      ps.setString(10, lease == null ? null : lease.owner());
+      Jdbc.setTime(ps, 11, lease == null ? null : lease.until());
       ps.addBatch();
     } catch (SQLException e) {
       throw new Jdbc.UncheckedSqlException(e);
     }
-    deliveriesDue();
+    if (lease == null) {
+      deliveriesDue();
+    }
+    return id;
   }
 }
