@@ -8,7 +8,8 @@ engine.http.allow_private_networks=true (the receiver is on 127.0.0.1) and
 http.max_in_flight_per_key raised as bench/run.sh does (one key sends all the load). Workflow
 `hello` (config/workflows/hello.json: no steps, so a run succeeds as soon as the engine takes it)
 is PUT into the key's workspace, and one webhook endpoint subscribed to `*` points at the
-receiver: every run then makes two deliveries, run.started and run.succeeded.
+receiver: every run then makes two deliveries, run.started and run.succeeded (one, run.succeeded,
+with --succeeded-only).
 
 The receiver (bench/WebhookReceiver.java, run with single-file source launch) answers 204 at once,
 checks every signature, and counts deliveries, repeated webhook-ids and bad signatures. Its own
@@ -38,6 +39,8 @@ machine's cores. Prints one table per database: each round's figures and their m
 
 usage: python3 bench/webhooks.py [--db h2|postgresql|all] [--rounds N] [--seconds S] [--connections N]
                                  [--rate R] [--latency-seconds S] [--warmup S] [--drain-timeout S]
+                                 [--succeeded-only]
+  --succeeded-only: the endpoint asks for run.succeeded alone, one delivery a run instead of two.
   RUNWAY_JAR, RUNWAY_JAVA_OPTS, BENCH_PG_*: as bench/crm.py. Needs wrk (Debian: apt-get install wrk).
 Exit status 1 when a phase could not run (its reason on stderr); a target not met is printed as
 MISSED; a backlog not drained within --drain-timeout is reported as such.
@@ -54,6 +57,7 @@ BENCH = os.path.join(ROOT, "bench")
 LATENCY_MS = 50
 DELIVERIES_PER_S = 2000
 KEEP_RATIO = 0.70
+SUCCEEDED_ONLY = False  # --succeeded-only
 RECEIVER_CONNECTIONS = 16  # webhooks.max_in_flight_per_endpoint's default
 
 
@@ -304,12 +308,14 @@ def pending_any(api, endpoint):
 
 
 def drained(api, receiver, endpoint, runs, timeout):
-    """Waits until every run's two deliveries are in and none is pending; (seconds, stats) or (None, stats)."""
+    """Waits until every run's deliveries are in and none is pending; (seconds, stats) or (None, stats)."""
     t0 = time.perf_counter()
     while True:
         s = receiver.stats()
         types = s["types"]
         started, succeeded = types.get("run.started", 0), types.get("run.succeeded", 0)
+        if SUCCEEDED_ONLY:
+            started = succeeded
         if started >= runs and succeeded >= started and not pending_any(api, endpoint):
             return time.perf_counter() - t0, s
         if time.perf_counter() - t0 > timeout:
@@ -343,7 +349,7 @@ def throughput_on(ctx):
     out["drain_rate"] = (s["distinct"] - at_end) / secs if secs else None
     out["repeats"], out["bad_signatures"] = s["repeats"], s["bad_signatures"]
     if secs is None:
-        out["left"] = 2 * out["ok"] - (s["distinct"] - before)
+        out["left"] = (1 if SUCCEEDED_ONLY else 2) * out["ok"] - (s["distinct"] - before)
     return out
 
 
@@ -364,7 +370,8 @@ def bench(db, args, receiver, work):
         api = Api(runway)
         with open(os.path.join(ROOT, "config", "workflows", "hello.json")) as f:
             api.call("PUT", "/v1/workflows/hello", json.load(f))
-        endpoint = api.call("POST", "/v1/webhook_endpoints", {"url": receiver.url, "event_types": ["*"],
+        types = ["run.succeeded"] if SUCCEEDED_ONLY else ["*"]
+        endpoint = api.call("POST", "/v1/webhook_endpoints", {"url": receiver.url, "event_types": types,
                                                                "description": "bench/webhooks.py"})
         receiver.use_secret(endpoint["secret"])
         ctx = Ctx()
@@ -372,8 +379,8 @@ def bench(db, args, receiver, work):
         ctx.start_url = "http://127.0.0.1:%d/v1/workflows/hello/runs" % runway.port
         ctx.post_lua = os.path.join(BENCH, "post.lua")
         os.environ["RUNWAY_BENCH_KEY"] = runway.key
-        print("%s: Runway on %s; endpoint %s (event_types [\"*\"]: run.started and run.succeeded of each run)" % (
-            db, where, endpoint["id"]))
+        print("%s: Runway on %s; endpoint %s (event_types %s: %s of each run)" % (db, where, endpoint["id"],
+              json.dumps(types), "run.succeeded" if SUCCEEDED_ONLY else "run.started and run.succeeded"))
         sys.stdout.flush()
 
         if args.warmup:
@@ -520,7 +527,11 @@ def main():
     parser.add_argument("--warmup", type=int, default=60, help="seconds of warm-up load, half with the endpoint"
                         " (default 60: the JIT compiles for about that long on 2 cores)")
     parser.add_argument("--drain-timeout", type=int, default=120, help="longest wait for a backlog (default 120)")
+    parser.add_argument("--succeeded-only", action="store_true", help="the endpoint asks for run.succeeded alone"
+                        " (one delivery a run) instead of * (two)")
     args = parser.parse_args()
+    global SUCCEEDED_ONLY
+    SUCCEEDED_ONLY = args.succeeded_only
     if args.rounds < 1 or args.seconds < 1 or args.connections < 1 or args.rate <= 0 or args.latency_seconds < 1:
         parser.error("--rounds, --seconds, --connections, --rate and --latency-seconds must be positive")
     if not os.path.exists(crm.JAR):
