@@ -35,6 +35,7 @@ public final class CrmService {
   private final IdempotencyStore idempotency;
   private final Duration changesRetention;
   private final Metrics metrics;
+  private final RecordStatistics statistics;
   /** How many changes one transaction of pruning removes at most. */
   private static final int PRUNE_PART = 5_000;
 
@@ -53,6 +54,7 @@ public final class CrmService {
     this.idempotency = idempotency;
     this.changesRetention = changesRetention;
     this.metrics = metrics;
+    this.statistics = new RecordStatistics(jdbi);
   }
 
   public Duration changesRetention() {
@@ -119,6 +121,12 @@ public final class CrmService {
       runs.runsBecameDue();
     }
     count(applied.plan());
+    List<SyncPlan.Write> writes = applied.plan().writes;
+    if (!writes.isEmpty()) {
+      CrmRecord first = writes.get(0).next();
+      statistics.created(first.workspaceId(), first.objectType(),
+          (int) writes.stream().filter(w -> w.change().equals(SyncPlan.CREATED)).count());
+    }
     return new Synced(applied.body(), false);
   }
 

@@ -490,4 +490,67 @@ class CrmRecordsTest {
   static String json(String text) {
     return dev.runway.core.Json.string(text);
   }
+  /**
+   * On PostgreSQL the thousandth record created in a type has the planner's statistics taken: with
+   * statistics from before the type had records, a sync's lookups would read every record of it.
+   */
+  @BothDatabases
+  void a_type_with_a_thousand_new_records_gets_planner_statistics_on_postgresql(Api api) {
+    boolean postgres = api.database() == dev.runway.support.TestDatabase.POSTGRESQL;
+    api.test(http -> {
+      assertEquals(200, http.post("/v1/crm/companies/records/sync", batch(record("co-1", "{\"n\":1}"))).status());
+      java.util.function.Supplier<java.time.OffsetDateTime> lastAnalyze = () -> api.jdbi().withHandle(h ->
+          h.createQuery("SELECT last_analyze FROM pg_stat_user_tables WHERE relname = 'crm_record' "
+              + "AND schemaname = current_schema()").mapTo(java.time.OffsetDateTime.class).one());
+      java.time.OffsetDateTime seeded = null;
+      if (postgres) { // as autovacuum would have, before the import
+        api.jdbi().useHandle(h -> h.execute("ANALYZE crm_record"));
+        seeded = lastAnalyze.get();
+        assertTrue(seeded != null);
+      }
+      String first = IntStream.range(0, 999).mapToObj(i -> record("c-" + i, "{\"n\":" + i + "}"))
+          .collect(Collectors.joining(",", "{\"records\":[", "]}"));
+      Http.Reply synced = http.post(SYNC, first);
+      assertEquals(200, synced.status(), synced::toString);
+      assertEquals(999, synced.json().get("summary").get("created").asInt(), synced::toString);
+      if (postgres) {
+        sleep(300);
+        assertEquals(seeded, lastAnalyze.get(), "no ANALYZE before the thousandth record");
+      }
+      assertEquals(200, http.post(SYNC, batch(record("c-999", "{\"n\":999}"))).status());
+      JsonNode contacts = null;
+      for (JsonNode t : http.get("/v1/crm/objects").json().get("data")) {
+        if (t.get("object_type").asText().equals("contacts")) {
+          contacts = t;
+        }
+      }
+      assertEquals(1000, contacts.get("records").asInt(), contacts::toString);
+      if (!postgres) {
+        return; // H2's planner does not go by such statistics
+      }
+      long until = System.nanoTime() + 20_000_000_000L;
+      while (lastAnalyze.get().equals(seeded) && System.nanoTime() < until) {
+        sleep(50);
+      }
+      assertTrue(lastAnalyze.get().isAfter(seeded), "crm_record analyzed after the thousandth record");
+      // The lookup a sync makes now finds its records by the whole key, not by reading the type.
+      String ws = api.jdbi().withHandle(h -> h.createQuery("SELECT workspace_id FROM crm_record WHERE object_type = 'contacts' "
+          + "AND external_id = 'c-1'")
+          .mapTo(String.class).one());
+      List<String> lines = api.jdbi().withHandle(h -> h.createQuery("EXPLAIN SELECT * FROM crm_record "
+          + "WHERE workspace_id = :ws AND object_type = 'contacts' AND external_id = ANY (ARRAY['c-1', 'c-2'])")
+          .bind("ws", ws).mapTo(String.class).list());
+      String plan = String.join("\n", lines);
+      assertTrue(plan.lines().anyMatch(l -> l.contains("Index Cond") && l.contains("external_id")), plan);
+    });
+  }
+
+  private static void sleep(long millis) {
+    try {
+      Thread.sleep(millis);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new AssertionError(e);
+    }
+  }
 }
