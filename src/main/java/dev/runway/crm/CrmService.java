@@ -165,16 +165,16 @@ public final class CrmService {
       return false;
     }
     String ws = caller.workspaceId();
-    CrmDao dao = tx.dao(CrmDao.class);
-    if (dao.objectType(ws, type).isEmpty()) {
+    if (!CrmDao.addToCounts(tx.connection(), ws, type, plan.liveDelta(), plan.tombstoneDelta(), now)) {
+      CrmDao dao = tx.dao(CrmDao.class);
       if (dao.countObjectTypes(ws) >= maxObjectTypes) {
         throw new ApiException(400, "too_many_object_types", "this workspace has " + maxObjectTypes
             + " object types already, the most it may have (crm.max_object_types)", "object_type");
       }
       dao.insertObjectType(ws, type, now);
+      CrmDao.addToCounts(tx.connection(), ws, type, plan.liveDelta(), plan.tombstoneDelta(), now);
     }
     CrmDao.write(tx, plan.writes);
-    dao.count(ws, type, plan.liveDelta(), plan.tombstoneDelta(), now);
     tx.outbox().publish(tx, ws, Ids.newId("evt", now.toEpochMilli()), CHANGED_EVENT, now, () -> changedData(type, plan));
     return startTriggeredRuns(tx, caller, type, plan.writes);
   }
@@ -202,7 +202,7 @@ public final class CrmService {
 
   /** One run per change and workflow whose trigger asks for it, in the transaction of the change. */
   private boolean startTriggeredRuns(Tx tx, Principal caller, String type, List<SyncPlan.Write> writes) {
-    List<TriggerRow> triggers = tx.dao(CrmDao.class).triggers(caller.workspaceId(), type);
+    List<TriggerRow> triggers = CrmDao.triggers(tx.connection(), caller.workspaceId(), type);
     boolean due = false;
     for (TriggerRow row : triggers) {
       Optional<Workflow> workflow = tx.dao(WorkflowDao.class).find(caller.workspaceId(), row.workflowId())
