@@ -46,7 +46,7 @@ public record Services(Database database, ApiKeyService keys, WorkflowService wo
         agents,
         idempotency,
         new CrmService(database.jdbi(), database.committer(), runs, idempotency,
-            settings.crm().changesRetention(), metrics),
+            settings.crm().changesRetention(), metrics, !database.isSingleProcess()),
         new WebhookService(database.jdbi(), database.committer(), secrets::box, settings.webhooks(), metrics),
         new AccountService(database.jdbi(), settings.console()),
         new SessionService(database.jdbi(), settings.console()),

@@ -44,17 +44,18 @@ public final class CrmService {
 
   /**
    * The change feed keeps changes for {@code changesRetention} (see {@link #prune}); syncs' records
-   * are counted by outcome in {@code metrics}.
+   * are counted by outcome in {@code metrics}. {@code postgres}: the database is PostgreSQL (see
+   * {@link RecordStatistics}).
    */
   public CrmService(Jdbi jdbi, GroupCommitter committer, RunService runs, IdempotencyStore idempotency,
-      Duration changesRetention, Metrics metrics) {
+      Duration changesRetention, Metrics metrics, boolean postgres) {
     this.jdbi = jdbi;
     this.committer = committer;
     this.runs = runs;
     this.idempotency = idempotency;
     this.changesRetention = changesRetention;
     this.metrics = metrics;
-    this.statistics = new RecordStatistics(jdbi);
+    this.statistics = new RecordStatistics(jdbi, postgres);
   }
 
   public Duration changesRetention() {

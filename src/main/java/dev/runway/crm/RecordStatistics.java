@@ -1,7 +1,5 @@
 package dev.runway.crm;
 
-import dev.runway.db.Jdbc;
-import java.sql.SQLException;
 import java.util.Map;
 import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.ConcurrentHashMap;
@@ -42,15 +40,16 @@ final class RecordStatistics {
         t.setDaemon(true);
         return t;
       }, new ThreadPoolExecutor.DiscardPolicy());
-  private volatile Boolean postgres;
+  private final boolean postgres;
 
-  RecordStatistics(Jdbi jdbi) {
+  RecordStatistics(Jdbi jdbi, boolean postgres) {
     this.jdbi = jdbi;
+    this.postgres = postgres;
   }
 
   /** A commit created {@code n} records of {@code type} in {@code ws}. */
   void created(String ws, String type, int n) {
-    if (n == 0 || !postgres()) {
+    if (n == 0 || !postgres) {
       return;
     }
     if (created.size() >= MAX_TYPES) {
@@ -72,18 +71,5 @@ final class RecordStatistics {
       LOG.warn("could not ANALYZE crm_record (PostgreSQL may look CRM records up slowly until autovacuum does): {}",
           e.getMessage());
     }
-  }
-
-  private boolean postgres() {
-    Boolean is = postgres;
-    if (is == null) {
-      try {
-        is = jdbi.withHandle(h -> h.getConnection().getMetaData().getDatabaseProductName().equals("PostgreSQL"));
-      } catch (SQLException e) {
-        throw new Jdbc.UncheckedSqlException(e);
-      }
-      postgres = is;
-    }
-    return is;
   }
 }
