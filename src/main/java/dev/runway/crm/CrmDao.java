@@ -112,8 +112,8 @@ public interface CrmDao {
   int countObjectTypes(String ws);
 
   @SqlUpdate("INSERT INTO crm_object_type (workspace_id, object_type, live_records, deleted_records, pruned_through, "
-      + "created_at, updated_at) VALUES (:ws, :type, 0, 0, 0, :now, :now)")
-  void insertObjectType(String ws, String type, Instant now);
+      + "created_at, updated_at) VALUES (:ws, :type, :live, :deleted, 0, :now, :now)")
+  void insertObjectType(String ws, String type, long live, long deleted, Instant now);
 
   /**
    * Adds to a type's counts of live records and tombstones; false if the workspace has no such

@@ -106,10 +106,10 @@ public final class CrmService {
       return new Applied(body, runsDue, current);
     };
     if (idempotencyKey == null) {
-      return committer.submit(ws, work).thenApply(this::synced);
+      return committer.submit(ws, work).thenApply(applied -> synced(applied, ws, type));
     }
     try {
-      return CompletableFuture.completedFuture(synced(committer.commit(ws, work)));
+      return CompletableFuture.completedFuture(synced(committer.commit(ws, work), ws, type));
     } catch (RuntimeException e) {
       IdempotencyStore.Stored twin = idempotency.afterFailure(e, caller, idempotencyKey, requestHash);
       return CompletableFuture.completedFuture(new Synced(twin.body(), true));
@@ -117,25 +117,20 @@ public final class CrmService {
   }
 
   /** After the sync's commit. */
-  private Synced synced(Applied applied) {
+  private Synced synced(Applied applied, String ws, String type) {
     if (applied.runsDue()) {
       runs.runsBecameDue();
     }
-    count(applied.plan());
-    List<SyncPlan.Write> writes = applied.plan().writes;
-    if (!writes.isEmpty()) {
-      CrmRecord first = writes.get(0).next();
-      statistics.created(first.workspaceId(), first.objectType(),
-          (int) writes.stream().filter(w -> w.change().equals(SyncPlan.CREATED)).count());
-    }
+    statistics.created(ws, type, count(applied.plan()).getOrDefault(SyncPlan.CREATED, 0));
     return new Synced(applied.body(), false);
   }
 
-  /** Counts a sync's records by outcome, once it is done (committed, or nothing to write). */
-  private void count(SyncPlan plan) {
+  /** Counts a sync's records by outcome, once it is done (committed, or nothing to write); the counts. */
+  private Map<String, Integer> count(SyncPlan plan) {
     Map<String, Integer> byOutcome = new HashMap<>();
     plan.results.forEach(r -> byOutcome.merge(r.status(), 1, Integer::sum));
     byOutcome.forEach(metrics::crmRecordsSynced);
+    return byOutcome;
   }
 
   /** Deletes a record (a tombstone, with its change and triggered runs); 404 if there is none; deleting twice is fine. */
@@ -172,8 +167,7 @@ public final class CrmService {
         throw new ApiException(400, "too_many_object_types", "this workspace has " + maxObjectTypes
             + " object types already, the most it may have (crm.max_object_types)", "object_type");
       }
-      dao.insertObjectType(ws, type, now);
-      CrmDao.addToCounts(tx.connection(), ws, type, plan.liveDelta(), plan.tombstoneDelta(), now);
+      dao.insertObjectType(ws, type, plan.liveDelta(), plan.tombstoneDelta(), now);
     }
     CrmDao.write(tx, plan.writes);
     tx.outbox().publish(tx, ws, Ids.newId("evt", now.toEpochMilli()), CHANGED_EVENT, now, () -> changedData(type, plan));

@@ -3,6 +3,7 @@ package dev.runway.crm;
 import static dev.runway.support.Problems.assertProblem;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -506,7 +507,7 @@ class CrmRecordsTest {
       if (postgres) { // as autovacuum would have, before the import
         api.jdbi().useHandle(h -> h.execute("ANALYZE crm_record"));
         seeded = lastAnalyze.get();
-        assertTrue(seeded != null);
+        assertNotNull(seeded);
       }
       String first = IntStream.range(0, 999).mapToObj(i -> record("c-" + i, "{\"n\":" + i + "}"))
           .collect(Collectors.joining(",", "{\"records\":[", "]}"));
