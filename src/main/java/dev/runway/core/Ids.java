@@ -27,6 +27,15 @@ public final class Ids {
     return newId(prefix, System.currentTimeMillis());
   }
 
+  /**
+   * The first id with this prefix that a millisecond can have: ids made before it sort below it,
+   * so that {@code id < firstOf(prefix, t)} finds rows made before {@code t} through their primary
+   * key. (An id made just after a clock stepped back holds the later time it continues from.)
+   */
+  public static String firstOf(String prefix, long epochMillis) {
+    return encode(prefix, epochMillis << 16, 0);
+  }
+
   /** The ids of one process, in the order it makes them (tests make sequences of their own). */
   static final class Sequence {
     /** The last id made: its millisecond and its 80 random bits (16 high, 64 low). */

@@ -114,14 +114,18 @@ public interface WebhookDao {
 
   // ---- pruning ----
 
+  // Old rows are found through their ids, which begin with their creation time (Ids.firstOf): a
+  // delivery last updated before `before` was made before it too. No index on the times is needed.
+
   @SqlUpdate("DELETE FROM webhook_attempt WHERE delivery_id IN (SELECT id FROM webhook_delivery "
-      + "WHERE updated_at < :before AND status <> 'pending')")
-  int pruneAttempts(Instant before);
+      + "WHERE id < :madeBefore AND updated_at < :before AND status <> 'pending')")
+  int pruneAttempts(String madeBefore, Instant before);
 
-  @SqlUpdate("DELETE FROM webhook_delivery WHERE updated_at < :before AND status <> 'pending'")
-  int pruneDeliveries(Instant before);
+  @SqlUpdate("DELETE FROM webhook_delivery WHERE id < :madeBefore AND updated_at < :before AND status <> 'pending'")
+  int pruneDeliveries(String madeBefore, Instant before);
 
-  @SqlUpdate("DELETE FROM webhook_message WHERE created_at < :before AND NOT EXISTS "
+  /** Bodies made before {@code madeBefore} (an event id) that no delivery needs any more. */
+  @SqlUpdate("DELETE FROM webhook_message WHERE id < :madeBefore AND NOT EXISTS "
       + "(SELECT 1 FROM webhook_delivery d WHERE d.event_id = webhook_message.id)")
-  int pruneMessages(Instant before);
+  int pruneMessages(String madeBefore);
 }

@@ -225,12 +225,17 @@ public final class WebhookService {
 
   /** Removes deliveries that ended more than webhooks.retention_hours ago, their attempts and events; how many. */
   public int prune() {
-    Instant before = Time.now().minus(settings.retention());
+    return prune(Time.now().minus(settings.retention()));
+  }
+
+  /** Removes deliveries last changed before {@code before} and ended, their attempts, and bodies no delivery needs. */
+  public int prune(Instant before) {
+    String deliveriesBefore = Ids.firstOf("del", before.toEpochMilli());
     return jdbi.inTransaction(h -> {
       WebhookDao dao = h.attach(WebhookDao.class);
-      dao.pruneAttempts(before);
-      int deliveries = dao.pruneDeliveries(before);
-      dao.pruneMessages(before);
+      dao.pruneAttempts(deliveriesBefore, before);
+      int deliveries = dao.pruneDeliveries(deliveriesBefore, before);
+      dao.pruneMessages(Ids.firstOf("evt", before.toEpochMilli()));
       return deliveries;
     });
   }

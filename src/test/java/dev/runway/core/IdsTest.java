@@ -57,4 +57,17 @@ class IdsTest {
     // Two sequences (two processes) in the same millisecond do not make the same id.
     assertNotEquals(new Ids.Sequence().next("key", T), new Ids.Sequence().next("key", T));
   }
+
+  @Test
+  void the_first_id_of_a_millisecond_sorts_after_every_id_made_before_it() {
+    for (int i = 0; i < 200; i++) {
+      Ids.Sequence sequence = new Ids.Sequence();
+      String before = sequence.next("del", T - 1);
+      String at = new Ids.Sequence().next("del", T);
+      assertTrue(before.compareTo(Ids.firstOf("del", T)) < 0, before);
+      assertTrue(at.compareTo(Ids.firstOf("del", T)) >= 0, at);
+      assertTrue(at.compareTo(Ids.firstOf("del", T + 1)) < 0, at);
+      assertTrue(Ids.looksLike("del", Ids.firstOf("del", T)));
+    }
+  }
 }

@@ -251,6 +251,51 @@ class WebhooksTest {
   }
 
   @BothDatabases
+  void ended_deliveries_are_pruned_with_their_attempts_and_the_bodies_no_delivery_needs(Api api) {
+    api.workflow("w", false);
+    try (WebhookReceiver receiver = new WebhookReceiver()) {
+      receiver.script("/down", Reply.status(500));
+      api.testWebhooks(s -> s, http -> {
+        Instant made = Instant.now();
+        String ok = create(http, receiver, "/hook", "run.started", "run.succeeded");
+        String down = create(http, receiver, "/down", "run.succeeded");
+        http.startRun("w", "p");
+        JsonNode delivered = awaitStatus(http, ok, "succeeded");
+        assertEquals(2, delivered.size());
+        receiver.await(WAIT, d -> !d.isEmpty(), "an attempt to /down");
+        JsonNode pending = http.get("/v1/webhook_endpoints/" + down + "/deliveries").json().get("data").get(0);
+        assertEquals("pending", pending.get("status").asText());
+        Thread.sleep(5);
+
+        // Nothing of these ended before the cut: nothing of these goes (the count is of the
+        // whole database, where other tests' deliveries may be).
+        api.services().webhooks().prune(made.minusMillis(1));
+        assertEquals(2, http.get("/v1/webhook_endpoints/" + ok + "/deliveries").json().get("data").size());
+
+        assertTrue(api.services().webhooks().prune(Instant.now()) >= 2);
+        for (JsonNode d : delivered) {
+          String id = d.get("id").asText();
+          assertEquals(404, http.get("/v1/webhook_deliveries/" + id).status());
+          assertEquals(0, count(api, "SELECT COUNT(*) FROM webhook_attempt WHERE delivery_id = ?", id));
+        }
+        assertEquals(0, http.get("/v1/webhook_endpoints/" + ok + "/deliveries").json().get("data").size());
+        // run.started's body went with its one delivery; run.succeeded's stays for the pending one.
+        String started = delivered.get(0).get("event_type").asText().equals("run.started")
+            ? delivered.get(0).get("event_id").asText() : delivered.get(1).get("event_id").asText();
+        assertEquals(0, count(api, "SELECT COUNT(*) FROM webhook_message WHERE id = ?", started));
+        Http.Reply still = http.get("/v1/webhook_deliveries/" + pending.get("id").asText());
+        assertEquals(200, still.status(), still::toString);
+        assertEquals("run.succeeded", still.json().get("payload").get("type").asText());
+        assertTrue(still.json().get("attempts").size() >= 1, still::toString);
+      });
+    }
+  }
+
+  private static int count(Api api, String sql, String id) {
+    return api.jdbi().withHandle(h -> h.select(sql, id).mapTo(Integer.class).one());
+  }
+
+  @BothDatabases
   void a_rotated_secret_signs_beside_the_new_one(Api api) {
     try (WebhookReceiver receiver = new WebhookReceiver()) {
       api.testWebhooks(s -> s, http -> {
