@@ -31,6 +31,15 @@ each round measures:
              drain them and the rate they came in meanwhile (deliveries alone, no run starts).
              Targets: >= 2,000 deliveries/s during the load, while start-run keeps >= 70% of its
              `off` throughput.
+  steady     the same two targets read at a steady 2,000 deliveries/s: --steady-rate (1,000) run
+             starts a second, paced (start k due k / rate s after the first) on 8 connections of
+             this script, in a second workspace, `hooks`, with its own endpoint on `*` at the same
+             receiver; beside them wrk's start-run load as in `off`, in workspace bench, whose
+             endpoint stays disabled. Measured twice: with hooks' endpoint disabled (steady off)
+             and enabled (steady on). Judged: wrk's start-run/s on over off (>= 0.70), and the
+             deliveries/s received during the load (>= 2,000). In `on` every run wrk starts makes
+             deliveries too, so the writer is saturated and the deliveries grow with it; here the
+             delivery load is the target's and the start-run load is what is left.
 
 Rounds alternate the order of `off` and `on`, so a drift of the machine's speed weighs on both.
 With each phase: CPU used meanwhile, in cores (1.0 = one core busy all along), by the server, the
@@ -39,7 +48,9 @@ machine's cores. Prints one table per database: each round's figures and their m
 
 usage: python3 bench/webhooks.py [--db h2|postgresql|all] [--rounds N] [--seconds S] [--connections N]
                                  [--rate R] [--latency-seconds S] [--warmup S] [--drain-timeout S]
-                                 [--succeeded-only]
+                                 [--steady-rate R] [--steady-only] [--succeeded-only]
+  --steady-rate: the paced run starts a second of the steady phases; 0 leaves those phases out.
+  --steady-only: only the steady phases (no latency phase, no `off` and `on`).
   --succeeded-only: the endpoint asks for run.succeeded alone, one delivery a run instead of two.
   RUNWAY_JAR, RUNWAY_JAVA_OPTS, BENCH_PG_*: as bench/crm.py. Needs wrk (Debian: apt-get install wrk).
 Exit status 1 when a phase could not run (its reason on stderr); a target not met is printed as
@@ -59,6 +70,7 @@ DELIVERIES_PER_S = 2000
 KEEP_RATIO = 0.70
 SUCCEEDED_ONLY = False  # --succeeded-only
 RECEIVER_CONNECTIONS = 16  # webhooks.max_in_flight_per_endpoint's default
+HOOKS = "hooks"  # the workspace of the steady phases' paced run starts and their endpoint
 
 
 # ---------------------------------------------------------------- the receiver
@@ -245,8 +257,8 @@ def cpu_text(c, client=None):
 # ---------------------------------------------------------------- Runway's API
 
 class Api:
-    def __init__(self, runway):
-        self.runway = runway
+    def __init__(self, runway, key=None):
+        self.runway, self.key = runway, key
         self.conn = None
 
     def call(self, method, path, body=None, expect=(200, 201, 202)):
@@ -255,7 +267,7 @@ class Api:
             try:
                 if self.conn is None:
                     self.conn = self.runway.connect()
-                self.conn.request(method, path, data, self.runway.headers(data is not None))
+                self.conn.request(method, path, data, self.runway.headers(data is not None, self.key))
                 resp = self.conn.getresponse()
                 raw = resp.read()
                 if resp.will_close:
@@ -296,6 +308,60 @@ def latency_phase(api, receiver, rate, seconds, timeout=20.0):
         time.sleep(0.1)
     ms = [(arrived[r] - t) / 1000 for r, t in sent.items() if r in arrived]
     return ms, len(sent) - len(ms)
+
+
+class PacedStarts:
+    """Run starts of workflow hello at `rate` a second from start() to stop(), on `connections` kept-alive
+    connections with `key`: start k is due k / rate seconds after start() and goes out on whichever
+    connection is free then."""
+
+    def __init__(self, runway, key, rate, connections=8):
+        self.runway, self.key, self.rate = runway, key, rate
+        self.conns = [runway.connect() for _ in range(connections)]
+        self.stopping = threading.Event()
+        self.next = iter(range(10 ** 9)).__next__  # atomic under the GIL
+        self.ok, self.failed, self.errors = 0, 0, []
+        self.lock = threading.Lock()
+        self.threads = []
+
+    def start(self):
+        self.t0 = time.perf_counter()
+        self.threads = [threading.Thread(target=self.work, args=(c,), daemon=True) for c in self.conns]
+        for t in self.threads:
+            t.start()
+
+    def work(self, conn):
+        body = json.dumps({"project": "bench"}).encode()
+        headers = self.runway.headers(True, self.key)
+        ok = failed = 0
+        try:
+            while not self.stopping.is_set():
+                pause = self.t0 + self.next() / self.rate - time.perf_counter()
+                if pause > 0 and self.stopping.wait(pause):
+                    break
+                conn.request("POST", "/v1/workflows/hello/runs", body, headers)
+                resp = conn.getresponse()
+                resp.read()
+                if resp.status == 201 or resp.status == 200:
+                    ok += 1
+                else:
+                    failed += 1
+        except (OSError, http.client.HTTPException) as e:
+            self.errors.append("%s: %s%s" % (type(e).__name__, e, self.runway.died()))
+        finally:
+            with self.lock:
+                self.ok += ok
+                self.failed += failed
+            conn.close()
+
+    def stop(self):
+        """Stops; returns the run starts answered 2xx a second."""
+        self.stopping.set()
+        for t in self.threads:
+            t.join()
+        if self.errors:
+            raise Fail("a paced run start failed: " + self.errors[0])
+        return self.ok / (time.perf_counter() - self.t0)
 
 
 def set_enabled(api, endpoint, enabled):
@@ -353,6 +419,34 @@ def throughput_on(ctx):
     return out
 
 
+def steady(ctx, enabled):
+    """Start-run throughput in workspace bench (wrk, its endpoint disabled) beside --steady-rate paced run
+    starts in workspace hooks, whose endpoint on the same event types is enabled or not."""
+    set_enabled(ctx.api, ctx.endpoint, False)
+    set_enabled(ctx.hooks_api, ctx.hooks_endpoint, enabled)
+    ctx.receiver.use_secret(ctx.hooks_secret)
+    ctx.receiver.reset()
+    paced = PacedStarts(ctx.runway, ctx.runway.keys[HOOKS], ctx.args.steady_rate)
+    cpu = Cpu(ctx.runway, ctx.receiver)
+    paced.start()
+    try:
+        out = wrk(ctx.start_url, ctx.args.seconds, ctx.args.connections, ctx.post_lua)
+    finally:
+        out_paced = paced.stop()
+    out["cpu"] = cpu.since()
+    out["paced"], out["paced_ok"] = out_paced, paced.ok
+    if enabled:
+        at_end = ctx.receiver.stats()["distinct"]
+        out["during"] = at_end / out["wall"]
+        secs, s = drained(ctx.hooks_api, ctx.receiver, ctx.hooks_endpoint, paced.ok, ctx.args.drain_timeout)
+        out["drain_s"] = secs
+        out["pending_at_end"] = s["distinct"] - at_end
+        out["repeats"], out["bad_signatures"] = s["repeats"], s["bad_signatures"]
+    set_enabled(ctx.hooks_api, ctx.hooks_endpoint, False)
+    ctx.receiver.use_secret(ctx.secret)
+    return out
+
+
 class Ctx:
     pass
 
@@ -366,16 +460,23 @@ def bench(db, args, receiver, work):
         else:
             where = "a fresh H2 file database"
         extra = {"RUNWAY_ENGINE_HTTP_ALLOW_PRIVATE_NETWORKS": "true", "RUNWAY_HTTP_MAX_IN_FLIGHT_PER_KEY": "100000"}
-        runway = crm.Runway(pg.url, crm.PG_USER, crm.PG_PASSWORD, extra_env=extra) if pg else crm.Runway(extra_env=extra)
-        api = Api(runway)
-        with open(os.path.join(ROOT, "config", "workflows", "hello.json")) as f:
-            api.call("PUT", "/v1/workflows/hello", json.load(f))
+        runway = crm.Runway(pg.url if pg else None, crm.PG_USER if pg else None, crm.PG_PASSWORD if pg else None,
+                            extra_env=extra, other_workspaces=(HOOKS,))
+        api, hooks_api = Api(runway), Api(runway, runway.keys[HOOKS])
         types = ["run.succeeded"] if SUCCEEDED_ONLY else ["*"]
-        endpoint = api.call("POST", "/v1/webhook_endpoints", {"url": receiver.url, "event_types": types,
-                                                               "description": "bench/webhooks.py"})
+        endpoints = []
+        for a in (api, hooks_api):
+            with open(os.path.join(ROOT, "config", "workflows", "hello.json")) as f:
+                a.call("PUT", "/v1/workflows/hello", json.load(f))
+            endpoints.append(a.call("POST", "/v1/webhook_endpoints", {"url": receiver.url, "event_types": types,
+                                                                       "description": "bench/webhooks.py"}))
+        endpoint, hooks_endpoint = endpoints
+        set_enabled(hooks_api, hooks_endpoint["id"], False)
         receiver.use_secret(endpoint["secret"])
         ctx = Ctx()
         ctx.args, ctx.runway, ctx.api, ctx.receiver, ctx.endpoint = args, runway, api, receiver, endpoint["id"]
+        ctx.secret, ctx.hooks_api, ctx.hooks_endpoint = endpoint["secret"], hooks_api, hooks_endpoint["id"]
+        ctx.hooks_secret = hooks_endpoint["secret"]
         ctx.start_url = "http://127.0.0.1:%d/v1/workflows/hello/runs" % runway.port
         ctx.post_lua = os.path.join(BENCH, "post.lua")
         os.environ["RUNWAY_BENCH_KEY"] = runway.key
@@ -403,26 +504,41 @@ def bench(db, args, receiver, work):
         rounds = []
         for r in range(args.rounds):
             row = {}
-            set_enabled(api, ctx.endpoint, True)
-            receiver.reset()
-            cpu = Cpu(runway, receiver)
-            ms, missing = latency_phase(api, receiver, args.rate, args.latency_seconds)
-            row["lat_cpu"] = cpu.since()
-            row["lat"], row["lat_missing"] = ms, missing
-            s = receiver.stats()
-            row["lat_repeats"], row["lat_bad"] = s["repeats"], s["bad_signatures"]
             order = ("off", "on") if r % 2 == 0 else ("on", "off")
-            for phase in order:
-                row[phase] = throughput_off(ctx) if phase == "off" else throughput_on(ctx)
+            if not args.steady_only:
+                set_enabled(api, ctx.endpoint, True)
+                receiver.reset()
+                cpu = Cpu(runway, receiver)
+                ms, missing = latency_phase(api, receiver, args.rate, args.latency_seconds)
+                row["lat_cpu"] = cpu.since()
+                row["lat"], row["lat_missing"] = ms, missing
+                s = receiver.stats()
+                row["lat_repeats"], row["lat_bad"] = s["repeats"], s["bad_signatures"]
+                for phase in order:
+                    row[phase] = throughput_off(ctx) if phase == "off" else throughput_on(ctx)
+            if args.steady_rate:
+                for phase in order:
+                    row["s_" + phase] = steady(ctx, phase == "on")
             rounds.append(row)
-            on, off = row["on"], row["off"]
-            print("  round %d: latency median %.1f ms (%d runs%s); start-run %.0f/s off, %.0f/s on (%.2f); "
-                  "%.0f deliveries/s during the load; %s" % (
-                      r + 1, statistics.median(ms) if ms else float("nan"), len(ms),
-                      ", %d never delivered" % missing if missing else "", off["rps"], on["rps"], on["rps"] / off["rps"],
-                      on["during"], "drained %d pending in %.1f s" % (on["pending_at_end"], on["drain_s"])
-                      if on["drain_s"] is not None else "NOT drained within %d s (%d left)" % (args.drain_timeout,
-                                                                                          on["left"])))
+            parts = []
+            if not args.steady_only:
+                on, off = row["on"], row["off"]
+                parts.append("latency median %.1f ms (%d runs%s); start-run %.0f/s off, %.0f/s on (%.2f); "
+                             "%.0f deliveries/s during the load; %s" % (
+                                 statistics.median(ms) if ms else float("nan"), len(ms),
+                                 ", %d never delivered" % missing if missing else "", off["rps"], on["rps"],
+                                 on["rps"] / off["rps"], on["during"],
+                                 "drained %d pending in %.1f s" % (on["pending_at_end"], on["drain_s"])
+                                 if on["drain_s"] is not None else "NOT drained within %d s (%d left)" % (
+                                     args.drain_timeout, on["left"])))
+            if args.steady_rate:
+                s_on, s_off = row["s_on"], row["s_off"]
+                parts.append("steady: start-run %.0f/s off, %.0f/s on (%.2f) beside %.0f and %.0f paced starts/s; "
+                             "%.0f deliveries/s; %s" % (
+                                 s_off["rps"], s_on["rps"], s_on["rps"] / s_off["rps"], s_off["paced"], s_on["paced"],
+                                 s_on["during"], "drained %d pending in %.1f s" % (s_on["pending_at_end"], s_on["drain_s"])
+                                 if s_on["drain_s"] is not None else "NOT drained within %d s" % args.drain_timeout))
+            print("  round %d: %s" % (r + 1, "\n           ".join(parts)))
             sys.stdout.flush()
         table(db, rounds, args)
         logged = runway.warnings()
@@ -456,38 +572,55 @@ def table(db, rounds, args):
     def add(name, target, values, fmt, ok=None):
         rows.append((name, target, values, fmt, ok))
 
-    add("latency median, ms (start -> run.succeeded delivered)", "<= %d" % LATENCY_MS,
-        [statistics.median(r["lat"]) if r["lat"] else None for r in rounds], "%.1f", lambda v: v <= LATENCY_MS)
-    add("latency p90, ms", "", [pct(r["lat"], 90) for r in rounds], "%.1f")
-    add("latency p99, ms", "", [pct(r["lat"], 99) for r in rounds], "%.1f")
-    add("latency max, ms", "", [max(r["lat"]) if r["lat"] else None for r in rounds], "%.1f")
-    add("  runs timed / never delivered", "", ["%d/%d" % (len(r["lat"]), r["lat_missing"]) for r in rounds], "%s")
-    add("  CPU server/receiver/machine", "", ["%.2f/%.2f/%.2f" % (r["lat_cpu"].get("server") or 0,
-                                                                 r["lat_cpu"].get("receiver") or 0,
-                                                                 r["lat_cpu"].get("machine") or 0) for r in rounds], "%s")
-    add("start-run/s, no enabled endpoint", "", [r["off"]["rps"] for r in rounds], "%.0f")
-    add("  p50 / p99 ms", "", ["%.1f/%.1f" % (r["off"]["p50"], r["off"]["p99"]) for r in rounds], "%s")
-    add("  CPU server/receiver/wrk/machine", "", [cpus(r["off"]) for r in rounds], "%s")
-    add("start-run/s, endpoint on `*`", "", [r["on"]["rps"] for r in rounds], "%.0f")
-    add("  p50 / p99 ms", "", ["%.1f/%.1f" % (r["on"]["p50"], r["on"]["p99"]) for r in rounds], "%s")
-    add("  CPU server/receiver/wrk/machine", "", [cpus(r["on"]) for r in rounds], "%s")
-    add("start-run kept (on / off)", ">= %.2f" % KEEP_RATIO, [r["on"]["rps"] / r["off"]["rps"] for r in rounds], "%.2f",
-        lambda v: v >= KEEP_RATIO)
-    add("deliveries/s received during the load", ">= %s" % format(DELIVERIES_PER_S, ","),
-        [r["on"]["during"] for r in rounds], "%.0f", lambda v: v >= DELIVERIES_PER_S)
-    add("deliveries pending when the load stopped", "", [r["on"]["pending_at_end"] for r in rounds], "%d")
-    add("time to drain them, s", "", [r["on"]["drain_s"] for r in rounds], "%.1f")
-    add("deliveries/s while draining (no run starts)", "", [r["on"]["drain_rate"] for r in rounds], "%.0f")
-    add("  server CPU per delivery while draining, ms", "",
-        [r["on"]["drain_cpu"]["server"] / r["on"]["drain_rate"] * 1000 if r["on"]["drain_rate"]
-         and r["on"]["drain_cpu"].get("server") is not None else None for r in rounds], "%.3f")
-    add("  CPU server/receiver/machine", "", ["%.2f/%.2f/%.2f" % (r["on"]["drain_cpu"].get("server") or 0,
-                                                                 r["on"]["drain_cpu"].get("receiver") or 0,
-                                                                 r["on"]["drain_cpu"].get("machine") or 0)
-                                             for r in rounds], "%s")
-    add("deliveries in all / repeated / bad signatures", "",
-        ["%d/%d/%d" % (r["on"]["total"], r["on"]["repeats"] + r["lat_repeats"], r["on"]["bad_signatures"] + r["lat_bad"])
-         for r in rounds], "%s")
+    if not args.steady_only:
+        add("latency median, ms (start -> run.succeeded delivered)", "<= %d" % LATENCY_MS,
+            [statistics.median(r["lat"]) if r["lat"] else None for r in rounds], "%.1f", lambda v: v <= LATENCY_MS)
+        add("latency p90, ms", "", [pct(r["lat"], 90) for r in rounds], "%.1f")
+        add("latency p99, ms", "", [pct(r["lat"], 99) for r in rounds], "%.1f")
+        add("latency max, ms", "", [max(r["lat"]) if r["lat"] else None for r in rounds], "%.1f")
+        add("  runs timed / never delivered", "", ["%d/%d" % (len(r["lat"]), r["lat_missing"]) for r in rounds], "%s")
+        add("  CPU server/receiver/machine", "", ["%.2f/%.2f/%.2f" % (r["lat_cpu"].get("server") or 0,
+                                                                     r["lat_cpu"].get("receiver") or 0,
+                                                                     r["lat_cpu"].get("machine") or 0) for r in rounds], "%s")
+        add("start-run/s, no enabled endpoint", "", [r["off"]["rps"] for r in rounds], "%.0f")
+        add("  p50 / p99 ms", "", ["%.1f/%.1f" % (r["off"]["p50"], r["off"]["p99"]) for r in rounds], "%s")
+        add("  CPU server/receiver/wrk/machine", "", [cpus(r["off"]) for r in rounds], "%s")
+        add("start-run/s, endpoint on `*`", "", [r["on"]["rps"] for r in rounds], "%.0f")
+        add("  p50 / p99 ms", "", ["%.1f/%.1f" % (r["on"]["p50"], r["on"]["p99"]) for r in rounds], "%s")
+        add("  CPU server/receiver/wrk/machine", "", [cpus(r["on"]) for r in rounds], "%s")
+        add("start-run kept (on / off)", ">= %.2f" % KEEP_RATIO, [r["on"]["rps"] / r["off"]["rps"] for r in rounds], "%.2f",
+            lambda v: v >= KEEP_RATIO)
+        add("deliveries/s received during the load", ">= %s" % format(DELIVERIES_PER_S, ","),
+            [r["on"]["during"] for r in rounds], "%.0f", lambda v: v >= DELIVERIES_PER_S)
+        add("deliveries pending when the load stopped", "", [r["on"]["pending_at_end"] for r in rounds], "%d")
+        add("time to drain them, s", "", [r["on"]["drain_s"] for r in rounds], "%.1f")
+        add("deliveries/s while draining (no run starts)", "", [r["on"]["drain_rate"] for r in rounds], "%.0f")
+        add("  server CPU per delivery while draining, ms", "",
+            [r["on"]["drain_cpu"]["server"] / r["on"]["drain_rate"] * 1000 if r["on"]["drain_rate"]
+             and r["on"]["drain_cpu"].get("server") is not None else None for r in rounds], "%.3f")
+        add("  CPU server/receiver/machine", "", ["%.2f/%.2f/%.2f" % (r["on"]["drain_cpu"].get("server") or 0,
+                                                                     r["on"]["drain_cpu"].get("receiver") or 0,
+                                                                     r["on"]["drain_cpu"].get("machine") or 0)
+                                                 for r in rounds], "%s")
+        add("deliveries in all / repeated / bad signatures", "",
+            ["%d/%d/%d" % (r["on"]["total"], r["on"]["repeats"] + r["lat_repeats"], r["on"]["bad_signatures"] + r["lat_bad"])
+             for r in rounds], "%s")
+    if args.steady_rate:
+        add("steady: start-run/s beside paced starts, their endpoint off", "", [r["s_off"]["rps"] for r in rounds], "%.0f")
+        add("  paced starts/s (workspace %s)" % HOOKS, "", [r["s_off"]["paced"] for r in rounds], "%.0f")
+        add("  CPU server/receiver/clients/machine", "", [cpus(r["s_off"], True) for r in rounds], "%s")
+        add("steady: start-run/s beside paced starts, their endpoint on", "", [r["s_on"]["rps"] for r in rounds], "%.0f")
+        add("  paced starts/s", "", [r["s_on"]["paced"] for r in rounds], "%.0f")
+        add("  CPU server/receiver/clients/machine", "", [cpus(r["s_on"], True) for r in rounds], "%s")
+        add("steady: start-run kept (on / off)", ">= %.2f" % KEEP_RATIO,
+            [r["s_on"]["rps"] / r["s_off"]["rps"] for r in rounds], "%.2f", lambda v: v >= KEEP_RATIO)
+        add("steady: deliveries/s received during the load", ">= %s" % format(DELIVERIES_PER_S, ","),
+            [r["s_on"]["during"] for r in rounds], "%.0f", lambda v: v >= DELIVERIES_PER_S)
+        add("  pending when the load stopped / drained in s", "",
+            ["%d/%s" % (r["s_on"]["pending_at_end"], "%.1f" % r["s_on"]["drain_s"] if r["s_on"]["drain_s"] is not None
+                        else "-") for r in rounds], "%s")
+        add("  repeated / bad signatures", "",
+            ["%d/%d" % (r["s_on"]["repeats"], r["s_on"]["bad_signatures"]) for r in rounds], "%s")
 
     n = len(rounds)
     head = ["figure", "target"] + ["round %d" % (i + 1) for i in range(n)] + ["median", ""]
@@ -510,9 +643,11 @@ def table(db, rounds, args):
     print()
 
 
-def cpus(o):
+def cpus(o, with_script=False):
+    """Server, receiver, clients (wrk, and this script's paced starts with_script) and machine CPU, in cores."""
     c = o["cpu"]
-    return "%.2f/%.2f/%.2f/%.2f" % (c.get("server") or 0, c.get("receiver") or 0, o["client_cpu"], c.get("machine") or 0)
+    client = o["client_cpu"] + (c["client"] if with_script else 0)
+    return "%.2f/%.2f/%.2f/%.2f" % (c.get("server") or 0, c.get("receiver") or 0, client, c.get("machine") or 0)
 
 
 def main():
@@ -527,6 +662,10 @@ def main():
     parser.add_argument("--warmup", type=int, default=60, help="seconds of warm-up load, half with the endpoint"
                         " (default 60: the JIT compiles for about that long on 2 cores)")
     parser.add_argument("--drain-timeout", type=int, default=120, help="longest wait for a backlog (default 120)")
+    parser.add_argument("--steady-rate", type=float, default=1000, help="paced run starts a second in workspace"
+                        " hooks in the steady phases (default 1,000: 2,000 deliveries/s on *); 0 skips them")
+    parser.add_argument("--steady-only", action="store_true", help="only the steady phases (no latency phase,"
+                        " no start-run load with every run delivered)")
     parser.add_argument("--succeeded-only", action="store_true", help="the endpoint asks for run.succeeded alone"
                         " (one delivery a run) instead of * (two)")
     args = parser.parse_args()
@@ -534,6 +673,8 @@ def main():
     SUCCEEDED_ONLY = args.succeeded_only
     if args.rounds < 1 or args.seconds < 1 or args.connections < 1 or args.rate <= 0 or args.latency_seconds < 1:
         parser.error("--rounds, --seconds, --connections, --rate and --latency-seconds must be positive")
+    if args.steady_rate < 0 or (args.steady_only and not args.steady_rate):
+        parser.error("--steady-rate must be 0 or more, and more than 0 with --steady-only")
     if not os.path.exists(crm.JAR):
         sys.exit("no %s: run mvn -B -DskipTests package first (or set RUNWAY_JAR)" % crm.JAR)
     if not shutil.which("wrk"):
