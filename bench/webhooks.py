@@ -35,8 +35,10 @@ each round measures:
              starts a second, paced (start k due k / rate s after the first) on 8 connections of
              this script, in a second workspace, `hooks`, with its own endpoint on `*` at the same
              receiver; beside them wrk's start-run load as in `off`, in workspace bench, whose
-             endpoint stays disabled. Measured twice: with hooks' endpoint disabled (steady off)
-             and enabled (steady on). Judged: wrk's start-run/s on over off (>= 0.70), and the
+             endpoint stays disabled. With hooks' endpoint disabled (steady off) and enabled
+             (steady on), three phases a round, off-on-off or on-off-on (the figure of the kind run
+             twice is their mean: the database grows under the load and each phase runs slower
+             than the one before, by up to a tenth, a drift this cancels). Judged: wrk's start-run/s on over off (>= 0.70), and the
              deliveries/s received during the load (>= 2,000). In `on` every run wrk starts makes
              deliveries too, so the writer is saturated and the deliveries grow with it; here the
              delivery load is the target's and the start-run load is what is left.
@@ -419,6 +421,25 @@ def throughput_on(ctx):
     return out
 
 
+def merged(phases):
+    """One steady phase's figures from one or two runs of it: the means of the rates and CPU, the
+    largest backlog and drain time, the sums of the repeats and bad signatures."""
+    if len(phases) == 1:
+        return phases[0]
+    out = dict(phases[0])
+    for k in ("rps", "paced", "during", "client_cpu"):
+        if k in out:
+            out[k] = statistics.mean(p[k] for p in phases)
+    out["cpu"] = {k: statistics.mean(p["cpu"].get(k) or 0 for p in phases) for k in phases[0]["cpu"]}
+    if "drain_s" in out:
+        drains = [p["drain_s"] for p in phases]
+        out["drain_s"] = None if None in drains else max(drains)
+        out["pending_at_end"] = max(p["pending_at_end"] for p in phases)
+        out["repeats"] = sum(p["repeats"] for p in phases)
+        out["bad_signatures"] = sum(p["bad_signatures"] for p in phases)
+    return out
+
+
 def steady(ctx, enabled):
     """Start-run throughput in workspace bench (wrk, its endpoint disabled) beside --steady-rate paced run
     starts in workspace hooks, whose endpoint on the same event types is enabled or not."""
@@ -517,8 +538,13 @@ def bench(db, args, receiver, work):
                 for phase in order:
                     row[phase] = throughput_off(ctx) if phase == "off" else throughput_on(ctx)
             if args.steady_rate:
-                for phase in order:
-                    row["s_" + phase] = steady(ctx, phase == "on")
+                # Three phases, the first kind again last: the database grows under the load and each
+                # phase runs a little slower than the one before, a drift the mean of the outer two cancels.
+                done = {"off": [], "on": []}
+                for phase in order + order[:1]:
+                    done[phase].append(steady(ctx, phase == "on"))
+                row["s_off"], row["s_on"] = merged(done["off"]), merged(done["on"])
+                row["s_order"] = "-".join(order + order[:1])
             rounds.append(row)
             parts = []
             if not args.steady_only:
@@ -533,9 +559,10 @@ def bench(db, args, receiver, work):
                                      args.drain_timeout, on["left"])))
             if args.steady_rate:
                 s_on, s_off = row["s_on"], row["s_off"]
-                parts.append("steady: start-run %.0f/s off, %.0f/s on (%.2f) beside %.0f and %.0f paced starts/s; "
+                parts.append("steady (%s): start-run %.0f/s off, %.0f/s on (%.2f) beside %.0f and %.0f paced starts/s; "
                              "%.0f deliveries/s; %s" % (
-                                 s_off["rps"], s_on["rps"], s_on["rps"] / s_off["rps"], s_off["paced"], s_on["paced"],
+                                 row["s_order"], s_off["rps"], s_on["rps"], s_on["rps"] / s_off["rps"], s_off["paced"],
+                                 s_on["paced"],
                                  s_on["during"], "drained %d pending in %.1f s" % (s_on["pending_at_end"], s_on["drain_s"])
                                  if s_on["drain_s"] is not None else "NOT drained within %d s" % args.drain_timeout))
             print("  round %d: %s" % (r + 1, "\n           ".join(parts)))
