@@ -36,10 +36,12 @@ each round measures:
              this script, in a second workspace, `hooks`, with its own endpoint on `*` at the same
              receiver; beside them wrk's start-run load as in `off`, in workspace bench, whose
              endpoint stays disabled. With hooks' endpoint disabled (steady off) and enabled
-             (steady on), three phases a round, off-on-off or on-off-on (the figure of the kind run
-             twice is their mean: the database grows under the load and each phase runs slower
-             than the one before, by up to a tenth, a drift this cancels). Judged: wrk's start-run/s on over off (>= 0.70), and the
-             deliveries/s received during the load (>= 2,000). In `on` every run wrk starts makes
+             (steady on), three phases a round, off-on-off or on-off-on, the figure of the kind
+             run twice the mean of the two: the database grows under the load and each phase runs
+             slower than the one before, by up to a fifth. This narrows that drift's effect but
+             does not cancel it (the drift is steepest after the warm-up), so use an even number
+             of rounds. Judged: wrk's start-run/s on over off (>= 0.70), and the deliveries/s
+             received during the load (>= 2,000). In `on` every run wrk starts makes
              deliveries too, so the writer is saturated and the deliveries grow with it; here the
              delivery load is the target's and the start-run load is what is left.
 
