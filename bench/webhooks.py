@@ -436,7 +436,7 @@ def merged(phases):
     if "drain_s" in out:
         drains = [p["drain_s"] for p in phases]
         out["drain_s"] = None if None in drains else max(drains)
-        out["pending_at_end"] = max(p["pending_at_end"] for p in phases)
+        out["pending_at_end"] = None if None in drains else max(p["pending_at_end"] for p in phases)
         out["repeats"] = sum(p["repeats"] for p in phases)
         out["bad_signatures"] = sum(p["bad_signatures"] for p in phases)
     return out
@@ -457,13 +457,13 @@ def steady(ctx, enabled):
     finally:
         out_paced = paced.stop()
     out["cpu"] = cpu.since()
-    out["paced"], out["paced_ok"] = out_paced, paced.ok
+    out["paced"] = out_paced
     if enabled:
         at_end = ctx.receiver.stats()["distinct"]
         out["during"] = at_end / out["wall"]
         secs, s = drained(ctx.hooks_api, ctx.receiver, ctx.hooks_endpoint, paced.ok, ctx.args.drain_timeout)
         out["drain_s"] = secs
-        out["pending_at_end"] = s["distinct"] - at_end
+        out["pending_at_end"] = s["distinct"] - at_end if secs is not None else None
         out["repeats"], out["bad_signatures"] = s["repeats"], s["bad_signatures"]
     set_enabled(ctx.hooks_api, ctx.hooks_endpoint, False)
     ctx.receiver.use_secret(ctx.secret)
@@ -646,8 +646,8 @@ def table(db, rounds, args):
         add("steady: deliveries/s received during the load", ">= %s" % format(DELIVERIES_PER_S, ","),
             [r["s_on"]["during"] for r in rounds], "%.0f", lambda v: v >= DELIVERIES_PER_S)
         add("  pending when the load stopped / drained in s", "",
-            ["%d/%s" % (r["s_on"]["pending_at_end"], "%.1f" % r["s_on"]["drain_s"] if r["s_on"]["drain_s"] is not None
-                        else "-") for r in rounds], "%s")
+            ["%d/%.1f" % (r["s_on"]["pending_at_end"], r["s_on"]["drain_s"]) if r["s_on"]["drain_s"] is not None
+             else "not drained" for r in rounds], "%s")
         add("  repeated / bad signatures", "",
             ["%d/%d" % (r["s_on"]["repeats"], r["s_on"]["bad_signatures"]) for r in rounds], "%s")
 
@@ -662,8 +662,10 @@ def table(db, rounds, args):
         lines.append([name, target] + cells + [fmt % m if m is not None else "", verdict])
     widths = [max(len(str(x[i])) for x in [head] + lines) for i in range(len(head))]
     print()
-    print("%s: %d rounds; latency: %g starts/s for %d s; throughput: wrk -t2 -c%d -d%ds with bench/post.lua" % (
-        db, n, args.rate, args.latency_seconds, args.connections, args.seconds))
+    latency = "" if args.steady_only else "latency: %g starts/s for %d s; " % (args.rate, args.latency_seconds)
+    steady = "; steady: %g paced starts/s in workspace %s" % (args.steady_rate, HOOKS) if args.steady_rate else ""
+    print("%s: %d rounds; %sthroughput: wrk -t2 -c%d -d%ds with bench/post.lua%s" % (
+        db, n, latency, args.connections, args.seconds, steady))
     print("| " + " | ".join(str(h).ljust(w) for h, w in zip(head, widths)) + " |")
     print("|" + "|".join("-" * (w + 2) for w in widths) + "|")
     for line in lines:

@@ -223,7 +223,7 @@ public final class WebhookService {
     }
   }
 
-  /** Removes deliveries that ended more than webhooks.retention_hours ago, their attempts and events; how many. */
+  /** Removes deliveries that ended more than webhooks.retention_hours ago, their attempts and the bodies no delivery needs; how many. */
   public int prune() {
     return prune(Time.now().minus(settings.retention()));
   }
