@@ -48,7 +48,10 @@ each round measures:
 Rounds alternate the order of `off` and `on`, so a drift of the machine's speed weighs on both.
 With each phase: CPU used meanwhile, in cores (1.0 = one core busy all along), by the server, the
 receiver, the load generator (wrk, or this script) and the whole machine. Everything shares the
-machine's cores. Prints one table per database: each round's figures and their median.
+machine's cores. With each steady phase also the group commit, from GET /metrics: commits a second,
+writes per commit, ms per commit, the share of the time spent committing (busy), and the MB a
+second the server wrote to its files (H2's chunks; wchar in /proc). Prints one table per database:
+each round's figures and their median.
 
 usage: python3 bench/webhooks.py [--db h2|postgresql|all] [--rounds N] [--seconds S] [--connections N]
                                  [--rate R] [--latency-seconds S] [--warmup S] [--drain-timeout S]
@@ -247,6 +250,57 @@ class Cpu:
         return out
 
 
+class Commits:
+    """The group commit from its creation to since(), read from GET /metrics (served to this machine):
+    commits a second, writes per commit, ms per commit (from its begin to its commit), the share of
+    the time the writer was committing, and the MB a second the server wrote to files (wchar in /proc:
+    H2's chunks, before the operating system writes them to the disk)."""
+
+    NAMES = ("runway_commit_seconds_count", "runway_commit_seconds_sum", "runway_commit_batch_writes_sum")
+
+    def __init__(self, runway):
+        self.runway = runway
+        self.wall, self.start = time.perf_counter(), self.read()
+
+    def written(self):
+        try:
+            with open("/proc/%d/io" % self.runway.proc.pid) as f:
+                return next(int(line.split()[1]) for line in f if line.startswith("wchar:"))
+        except (OSError, StopIteration, ValueError):
+            return None
+
+    def read(self):
+        conn = self.runway.connect()
+        try:
+            conn.request("GET", "/metrics")
+            text = conn.getresponse().read().decode()
+        finally:
+            conn.close()
+        out = {}
+        for line in text.splitlines():
+            name, _, value = line.partition(" ")
+            if name in self.NAMES:
+                out[name] = float(value)
+        out["wchar"] = self.written()
+        return out if len(out) == len(self.NAMES) + 1 and out["wchar"] is not None else None
+
+    def since(self):
+        wall, end = time.perf_counter() - self.wall, self.read()
+        if not self.start or not end:
+            return None
+        d = {k: end[k] - self.start[k] for k in self.NAMES}
+        n = d["runway_commit_seconds_count"]
+        if not n:
+            return None
+        return {"per_s": n / wall, "writes": d["runway_commit_batch_writes_sum"] / n,
+                "ms": d["runway_commit_seconds_sum"] / n * 1000, "busy": d["runway_commit_seconds_sum"] / wall,
+                "mb_s": (end["wchar"] - self.start["wchar"]) / wall / 1e6}
+
+
+def commit_text(c):
+    return "-" if c is None else "%.0f/%.1f/%.2f/%.2f/%.1f" % (c["per_s"], c["writes"], c["ms"], c["busy"], c["mb_s"])
+
+
 def cpu_text(c, client=None):
     parts = []
     for name in ("server", "receiver"):
@@ -433,6 +487,8 @@ def merged(phases):
         if k in out:
             out[k] = statistics.mean(p[k] for p in phases)
     out["cpu"] = {k: statistics.mean(p["cpu"].get(k) or 0 for p in phases) for k in phases[0]["cpu"]}
+    commits = [p.get("commits") for p in phases]
+    out["commits"] = None if None in commits else {k: statistics.mean(c[k] for c in commits) for k in commits[0]}
     if "drain_s" in out:
         drains = [p["drain_s"] for p in phases]
         out["drain_s"] = None if None in drains else max(drains)
@@ -450,13 +506,13 @@ def steady(ctx, enabled):
     ctx.receiver.use_secret(ctx.hooks_secret)
     ctx.receiver.reset()
     paced = PacedStarts(ctx.runway, ctx.runway.keys[HOOKS], ctx.args.steady_rate)
-    cpu = Cpu(ctx.runway, ctx.receiver)
+    cpu, commits = Cpu(ctx.runway, ctx.receiver), Commits(ctx.runway)
     paced.start()
     try:
         out = wrk(ctx.start_url, ctx.args.seconds, ctx.args.connections, ctx.post_lua)
     finally:
         out_paced = paced.stop()
-    out["cpu"] = cpu.since()
+    out["cpu"], out["commits"] = cpu.since(), commits.since()
     out["paced"] = out_paced
     if enabled:
         at_end = ctx.receiver.stats()["distinct"]
@@ -638,9 +694,13 @@ def table(db, rounds, args):
         add("steady: start-run/s beside paced starts, their endpoint off", "", [r["s_off"]["rps"] for r in rounds], "%.0f")
         add("  paced starts/s (workspace %s)" % HOOKS, "", [r["s_off"]["paced"] for r in rounds], "%.0f")
         add("  CPU server/receiver/clients/machine", "", [cpus(r["s_off"], True) for r in rounds], "%s")
+        add("  commits/s, writes/commit, ms/commit, busy, MB/s written", "", [commit_text(r["s_off"]["commits"]) for r in rounds],
+            "%s")
         add("steady: start-run/s beside paced starts, their endpoint on", "", [r["s_on"]["rps"] for r in rounds], "%.0f")
         add("  paced starts/s", "", [r["s_on"]["paced"] for r in rounds], "%.0f")
         add("  CPU server/receiver/clients/machine", "", [cpus(r["s_on"], True) for r in rounds], "%s")
+        add("  commits/s, writes/commit, ms/commit, busy, MB/s written", "", [commit_text(r["s_on"]["commits"]) for r in rounds],
+            "%s")
         add("steady: start-run kept (on / off)", ">= %.2f" % KEEP_RATIO,
             [r["s_on"]["rps"] / r["s_off"]["rps"] for r in rounds], "%.2f", lambda v: v >= KEEP_RATIO)
         add("steady: deliveries/s received during the load", ">= %s" % format(DELIVERIES_PER_S, ","),
