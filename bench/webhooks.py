@@ -254,7 +254,8 @@ class Commits:
     """The group commit from its creation to since(), read from GET /metrics (served to this machine):
     commits a second, writes per commit, ms per commit (from its begin to its commit), the share of
     the time the writer was committing, and the MB a second the server wrote to files (wchar in /proc:
-    H2's chunks, before the operating system writes them to the disk)."""
+    H2's chunks, before the operating system writes them to the disk; on PostgreSQL the database's
+    own processes write them, and this counts only the server's own files)."""
 
     NAMES = ("runway_commit_seconds_count", "runway_commit_seconds_sum", "runway_commit_batch_writes_sum")
 
@@ -282,7 +283,7 @@ class Commits:
             if name in self.NAMES:
                 out[name] = float(value)
         out["wchar"] = self.written()
-        return out if len(out) == len(self.NAMES) + 1 and out["wchar"] is not None else None
+        return None if None in out.values() or len(out) <= len(self.NAMES) else out
 
     def since(self):
         wall, end = time.perf_counter() - self.wall, self.read()
