@@ -31,9 +31,10 @@ each round measures:
              drain them and the rate they came in meanwhile (deliveries alone, no run starts).
              Targets: >= 2,000 deliveries/s during the load, while start-run keeps >= 70% of its
              `off` throughput.
-  steady     the same two targets read at a steady 2,000 deliveries/s: --steady-rate (1,000) run
-             starts a second, paced (start k due k / rate s after the first) on 8 connections of
-             this script, in a second workspace, `hooks`, with its own endpoint on `*` at the same
+  steady     the same two targets read at a steady 2,000 deliveries/s and a little more:
+             --steady-rate (1,025) run starts a second, 2,050 deliveries (paced at exactly 1,000,
+             the deliveries counted in a phase's window came to 1,998-2,001 a second), paced
+             (start k due k / rate s after the first) on 8 connections of this script, in a second workspace, `hooks`, with its own endpoint on `*` at the same
              receiver; beside them wrk's start-run load as in `off`, in workspace bench, whose
              endpoint stays disabled. With hooks' endpoint disabled (steady off) and enabled
              (steady on), three phases a round, off-on-off or on-off-on, the figure of the kind
@@ -754,8 +755,8 @@ def main():
     parser.add_argument("--warmup", type=int, default=60, help="seconds of warm-up load, half with the endpoint"
                         " (default 60: the JIT compiles for about that long on 2 cores)")
     parser.add_argument("--drain-timeout", type=int, default=120, help="longest wait for a backlog (default 120)")
-    parser.add_argument("--steady-rate", type=float, default=1000, help="paced run starts a second in workspace"
-                        " hooks in the steady phases (default 1,000: 2,000 deliveries/s on *); 0 skips them")
+    parser.add_argument("--steady-rate", type=float, default=1025, help="paced run starts a second in workspace"
+                        " hooks in the steady phases (default 1,025: 2,050 deliveries/s on *); 0 skips them")
     parser.add_argument("--steady-only", action="store_true", help="only the steady phases (no latency phase,"
                         " no start-run load with every run delivered)")
     parser.add_argument("--succeeded-only", action="store_true", help="the endpoint asks for run.succeeded alone"

@@ -48,8 +48,9 @@ public final class Database implements AutoCloseable {
     this.h2 = h2;
     this.h2File = h2File;
     this.alone = alone;
-    // Several Runway instances may write to one PostgreSQL, never to one H2 file.
-    this.committer = new GroupCommitter(jdbi, !h2, 10_000, metrics);
+    // Several Runway instances may write to one PostgreSQL, never to one H2 file. Only H2 writes in
+    // full every page a commit changes, which makes gathering the deliveries' writes pay.
+    this.committer = new GroupCommitter(jdbi, !h2, h2, 10_000, metrics);
   }
 
   /**

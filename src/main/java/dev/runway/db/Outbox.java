@@ -17,4 +17,12 @@ public interface Outbox {
    * only when someone listens for that type.
    */
   void publish(Tx tx, String workspaceId, String eventId, String type, Instant createdAt, Supplier<String> data);
+
+  /**
+   * Whether this workspace's events were delivered somewhere when last published: a hint for the
+   * group commit, which gathers such writes (see GroupCommitter), never a reason to deliver or not.
+   */
+  default boolean delivers(String workspaceId) {
+    return false;
+  }
 }

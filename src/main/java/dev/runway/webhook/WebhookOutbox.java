@@ -149,6 +149,10 @@ final class WebhookOutbox implements Outbox {
     } catch (SQLException e) {
       throw new Jdbc.UncheckedSqlException(e);
     }
+    if (listened.size() >= MAX_LISTENED) {
+      listened.clear();
+    }
+    listened.put(workspaceId, !endpoints.isEmpty());
     return new Listeners(endpoints, types);
   }
 
@@ -162,6 +166,18 @@ final class WebhookOutbox implements Outbox {
       parsedTypes.put(eventTypes, types);
     }
     return types;
+  }
+
+  /**
+   * The workspaces found with enabled endpoints when their events were last published (see
+   * {@link #delivers}). Only grows by workspaces that publish; past the bound it starts afresh.
+   */
+  private final Map<String, Boolean> listened = new ConcurrentHashMap<>();
+  private static final int MAX_LISTENED = 10_000;
+
+  @Override
+  public boolean delivers(String workspaceId) {
+    return listened.getOrDefault(workspaceId, false);
   }
 
   /** The key of a workspace's listeners among a transaction's locals. */
