@@ -13,11 +13,13 @@ import java.util.concurrent.TimeUnit;
  */
 public final class HeldCommits implements AutoCloseable {
   private final CountDownLatch release = new CountDownLatch(1);
+  private final CountDownLatch held = new CountDownLatch(1);
   private final ExecutorService thread = Executors.newSingleThreadExecutor();
   private final Future<Object> holder;
 
   private HeldCommits(Api api) {
     holder = thread.submit(() -> api.services().database().committer().commit(api.workspace, tx -> {
+      held.countDown();
       try {
         release.await(30, TimeUnit.SECONDS);
       } catch (InterruptedException e) {
@@ -27,8 +29,20 @@ public final class HeldCommits implements AutoCloseable {
     }));
   }
 
+  /** Returns once the group-commit thread is inside the held write (a busy machine may take a while). */
   public static HeldCommits on(Api api) {
-    return new HeldCommits(api);
+    HeldCommits commits = new HeldCommits(api);
+    try {
+      if (!commits.held.await(30, TimeUnit.SECONDS)) {
+        commits.close();
+        throw new IllegalStateException("the group-commit thread did not take the held write within 30 s");
+      }
+    } catch (InterruptedException e) {
+      commits.close();
+      Thread.currentThread().interrupt();
+      throw new IllegalStateException(e);
+    }
+    return commits;
   }
 
   /** Lets the held write, and every write behind it, commit; returns once the held one has. */
