@@ -21,8 +21,8 @@ public interface SecretDao {
       + "VALUES (:workspaceId, :name, :valueEncrypted, :allowedHosts, :createdAt, :updatedAt)")
   void insert(@BindMethods Secret secret);
 
-  @SqlUpdate("UPDATE secret SET value_encrypted = :valueEncrypted, allowed_hosts = :allowedHosts, updated_at = :updatedAt "
-      + "WHERE workspace_id = :workspaceId AND name = :name")
+  @SqlUpdate("UPDATE secret SET value_encrypted = :valueEncrypted, allowed_hosts = :allowedHosts, "
+      + "updated_at = :updatedAt WHERE workspace_id = :workspaceId AND name = :name")
   int update(@BindMethods Secret secret);
 
   /** A page of a workspace's secrets by name; {@code after} is "" for the first page. */

@@ -1,5 +1,6 @@
 package dev.runway.secret;
 
+import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.runway.auth.Principal;
 import dev.runway.http.ApiException;
 import dev.runway.http.AuthHandler;
@@ -41,10 +42,11 @@ public final class SecretRoutes {
     String name = name(ctx);
     Principal caller = AuthHandler.principal(ctx);
     caller.requireWholeWorkspace("secrets");
-    com.fasterxml.jackson.databind.node.ObjectNode body = bodies.requiredObject(ctx);
+    ObjectNode body = bodies.requiredObject(ctx);
     // Without allowed_hosts a replace keeps the stored list; with only allowed_hosts it keeps the value.
     String value = value(body, body.has("allowed_hosts"));
-    AllowedHosts hosts = body.has("allowed_hosts") ? AllowedHosts.parse(body.get("allowed_hosts"), "allowed_hosts") : null;
+    AllowedHosts hosts = body.has("allowed_hosts") ? AllowedHosts.parse(body.get("allowed_hosts"), "allowed_hosts")
+        : null;
     SecretService.Saved saved = secrets.put(caller.workspaceId(), name, value, hosts);
     Responses.json(ctx, saved.created() ? 201 : 200, SecretView.of(saved.secret()));
   }
@@ -84,12 +86,12 @@ public final class SecretRoutes {
   }
 
   /** The value of a put body: {value, allowed_hosts}, 1-4096 printable characters. Public for the fuzz tests. */
-  public static String value(com.fasterxml.jackson.databind.node.ObjectNode body) {
+  public static String value(ObjectNode body) {
     return value(body, false);
   }
 
   /** The value, or null when it may be left out (a body that sets only allowed_hosts) and is. */
-  private static String value(com.fasterxml.jackson.databind.node.ObjectNode body, boolean optional) {
+  private static String value(ObjectNode body, boolean optional) {
     String value = JsonFields.of(body, FIELDS).optionalString("value", null, MAX_VALUE_LENGTH);
     if (value == null && optional) {
       return null;
