@@ -125,6 +125,17 @@ public record AgentDefinition(String name, String description, String model, Str
         (int) f.optionalLong("timeout_s", 600, 1, 86_400));
   }
 
+  /** Each field that may refer to secrets (tools[i].url, tools[i].headers.NAME) and its text, in order. */
+  public Map<String, String> secretFields() {
+    Map<String, String> fields = new java.util.LinkedHashMap<>();
+    for (int i = 0; i < tools.size(); i++) {
+      String at = "tools[" + i + "].";
+      fields.put(at + "url", tools.get(i).url());
+      tools.get(i).headers().forEach((name, value) -> fields.put(at + "headers." + name, value));
+    }
+    return fields;
+  }
+
   /** The definition as stored: model, instructions, tools, requires_approval and limits, defaults filled in. */
   public ObjectNode toJson() {
     ObjectNode out = Json.MAPPER.createObjectNode().put("model", model).put("instructions", instructions);

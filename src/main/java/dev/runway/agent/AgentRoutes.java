@@ -27,7 +27,7 @@ public final class AgentRoutes {
     Principal caller = AuthHandler.principal(ctx);
     caller.requireWholeWorkspace("agents");
     AgentDefinition definition = AgentDefinition.parse(id, bodies.requiredObject(ctx));
-    AgentService.Saved saved = agents.put(caller.workspaceId(), id, definition);
+    AgentService.Saved saved = agents.put(caller, id, definition);
     Responses.json(ctx, saved.created() ? 201 : 200, AgentView.of(saved.agent()));
   }
 

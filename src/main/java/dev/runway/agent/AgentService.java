@@ -1,10 +1,12 @@
 package dev.runway.agent;
 
+import dev.runway.auth.Principal;
 import dev.runway.auth.WorkspaceDao;
 import dev.runway.core.Json;
 import dev.runway.core.Time;
 import dev.runway.db.SqlErrors;
 import dev.runway.http.ApiException;
+import dev.runway.secret.SecretUse;
 import java.time.Instant;
 import java.util.List;
 import java.util.Optional;
@@ -21,7 +23,16 @@ public final class AgentService {
   /** The outcome of a put: the stored agent and whether it was new. */
   public record Saved(Agent agent, boolean created) {}
 
-  /** Creates or replaces the agent; putting an archived agent restores it. */
+  /**
+   * Creates or replaces the agent for an API caller: a definition whose tools refer to secrets needs
+   * secrets:use (or admin), else 403 insufficient_scope naming the field.
+   */
+  public Saved put(Principal caller, String id, AgentDefinition definition) {
+    SecretUse.require(caller, definition.secretFields());
+    return put(caller.workspaceId(), id, definition);
+  }
+
+  /** Creates or replaces the agent, trusted (definition files loaded at start); putting an archived agent restores it. */
   public Saved put(String workspaceId, String id, AgentDefinition definition) {
     // Two first puts of one id race to insert; the loser retries and finds the winner's row.
     return SqlErrors.retryOnUniqueViolation(() -> jdbi.inTransaction(h -> {

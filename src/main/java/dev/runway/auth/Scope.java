@@ -14,6 +14,11 @@ public enum Scope implements RouteRole {
   WORKFLOWS_WRITE("workflows:write"),
   CRM_WRITE("crm:write"),
   CRM_READ("crm:read"),
+  /**
+   * Save workflow and agent definitions that refer to workspace secrets ({{secrets.NAME}}): with
+   * workflows:write alone a key could send a secret to a host of its choosing. admin implies it.
+   */
+  SECRETS_USE("secrets:use"),
   ADMIN("admin");
 
   /** How a key made with every scope stores them: it then also has the scopes later versions add. */

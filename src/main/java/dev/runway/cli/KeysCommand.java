@@ -20,7 +20,7 @@ public final class KeysCommand {
       usage: runway keys create --workspace W [--name N] [--scopes S1,S2] [--projects P1,P2] [--expires-in-days D]
              runway keys list [--workspace W]   (without it: the workspaces, with their active keys)
              runway keys revoke KEY_ID
-      scopes: runs:write, runs:read, approvals:write, workflows:write, crm:write, crm:read, admin
+      scopes: runs:write, runs:read, approvals:write, workflows:write, secrets:use, crm:write, crm:read, admin
         (default: all, also scopes added by later versions)""";
 
   private final ApiKeyService keys;

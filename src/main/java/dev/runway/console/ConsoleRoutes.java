@@ -394,8 +394,10 @@ public final class ConsoleRoutes {
     Instant now = Time.now();
     List<Views.KeyRow> rows = keys.list(signed.account().workspaceId()).stream()
         .sorted((a, b) -> b.createdAt().compareTo(a.createdAt())).map(k -> Views.KeyRow.of(k, now)).toList();
+    // Ticked at first: all but admin and secrets:use, which let a key read secrets (issue 34, item 5).
     List<Views.ScopeOption> scopes = SCOPES.entrySet().stream().map(e -> new Views.ScopeOption(e.getKey().wireName(),
-        e.getValue(), checked == null ? e.getKey() != Scope.ADMIN : checked.contains(e.getKey().wireName()))).toList();
+        e.getValue(), checked == null ? e.getKey() != Scope.ADMIN && e.getKey() != Scope.SECRETS_USE
+            : checked.contains(e.getKey().wireName()))).toList();
     render(ctx, status, "keys.jte", "frame", frame("API keys", signed, "keys"), "page",
         new Views.Keys(rows, scopes, name, projects, expiry == null ? "never" : expiry, error, field, notice));
   }
@@ -478,7 +480,8 @@ public final class ConsoleRoutes {
     d.put(Scope.WORKFLOWS_WRITE, "create and change workflows and agents");
     d.put(Scope.CRM_WRITE, "sync and delete CRM records");
     d.put(Scope.CRM_READ, "read CRM records and their changes");
-    d.put(Scope.ADMIN, "secrets and webhook endpoints");
+    d.put(Scope.SECRETS_USE, "save workflows and agents that use secrets (not checked by default)");
+    d.put(Scope.ADMIN, "secrets and webhook endpoints (implies secrets:use)");
     if (d.size() != Scope.values().length) {
       throw new IllegalStateException("every scope needs a description on the keys page");
     }

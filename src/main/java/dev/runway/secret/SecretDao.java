@@ -17,12 +17,12 @@ public interface SecretDao {
   @SqlQuery("SELECT * FROM secret WHERE workspace_id = :workspaceId AND name IN (<names>)")
   List<Secret> findAll(String workspaceId, @BindList("names") Collection<String> names);
 
-  @SqlUpdate("INSERT INTO secret (workspace_id, name, value_encrypted, created_at, updated_at) "
-      + "VALUES (:workspaceId, :name, :valueEncrypted, :createdAt, :updatedAt)")
+  @SqlUpdate("INSERT INTO secret (workspace_id, name, value_encrypted, allowed_hosts, created_at, updated_at) "
+      + "VALUES (:workspaceId, :name, :valueEncrypted, :allowedHosts, :createdAt, :updatedAt)")
   void insert(@BindMethods Secret secret);
 
-  @SqlUpdate("UPDATE secret SET value_encrypted = :valueEncrypted, updated_at = :updatedAt "
-      + "WHERE workspace_id = :workspaceId AND name = :name")
+  @SqlUpdate("UPDATE secret SET value_encrypted = :valueEncrypted, allowed_hosts = :allowedHosts, "
+      + "updated_at = :updatedAt WHERE workspace_id = :workspaceId AND name = :name")
   int update(@BindMethods Secret secret);
 
   /** A page of a workspace's secrets by name; {@code after} is "" for the first page. */

@@ -1,5 +1,6 @@
 package dev.runway.secret;
 
+import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.runway.auth.Principal;
 import dev.runway.http.ApiException;
 import dev.runway.http.AuthHandler;
@@ -17,7 +18,7 @@ import java.util.Set;
 
 /** HTTP handlers for workspace secrets: values go in and never come out. */
 public final class SecretRoutes {
-  private static final Set<String> FIELDS = Set.of("value");
+  private static final Set<String> FIELDS = Set.of("value", "allowed_hosts");
   private static final Set<String> LIST_PARAMS = Set.of("limit", "starting_after");
   /** Values are sent in headers and URLs: printable characters only, and not too many. */
   static final int MAX_VALUE_LENGTH = 4096;
@@ -30,10 +31,10 @@ public final class SecretRoutes {
     this.bodies = bodies;
   }
 
-  /** A secret as the API shows it: its name and times, never its value. */
-  public record SecretView(String name, Instant createdAt, Instant updatedAt) {
+  /** A secret as the API shows it: its name, the hosts it may be sent to ([] for any) and times, never its value. */
+  public record SecretView(String name, List<String> allowedHosts, Instant createdAt, Instant updatedAt) {
     static SecretView of(Secret s) {
-      return new SecretView(s.name(), s.createdAt(), s.updatedAt());
+      return new SecretView(s.name(), s.hosts().hosts(), s.createdAt(), s.updatedAt());
     }
   }
 
@@ -41,8 +42,12 @@ public final class SecretRoutes {
     String name = name(ctx);
     Principal caller = AuthHandler.principal(ctx);
     caller.requireWholeWorkspace("secrets");
-    String value = value(bodies.requiredObject(ctx));
-    SecretService.Saved saved = secrets.put(caller.workspaceId(), name, value);
+    ObjectNode body = bodies.requiredObject(ctx);
+    // Without allowed_hosts a replace keeps the stored list; with only allowed_hosts it keeps the value.
+    String value = value(body, body.has("allowed_hosts"));
+    AllowedHosts hosts = body.has("allowed_hosts") ? AllowedHosts.parse(body.get("allowed_hosts"), "allowed_hosts")
+        : null;
+    SecretService.Saved saved = secrets.put(caller.workspaceId(), name, value, hosts);
     Responses.json(ctx, saved.created() ? 201 : 200, SecretView.of(saved.secret()));
   }
 
@@ -80,9 +85,17 @@ public final class SecretRoutes {
     return name;
   }
 
-  /** The value of a put body: {value}, 1-4096 printable characters. Public for the fuzz tests. */
-  public static String value(com.fasterxml.jackson.databind.node.ObjectNode body) {
+  /** The value of a put body: {value, allowed_hosts}, 1-4096 printable characters. Public for the fuzz tests. */
+  public static String value(ObjectNode body) {
+    return value(body, false);
+  }
+
+  /** The value, or null when it may be left out (a body that sets only allowed_hosts) and is. */
+  private static String value(ObjectNode body, boolean optional) {
     String value = JsonFields.of(body, FIELDS).optionalString("value", null, MAX_VALUE_LENGTH);
+    if (value == null && optional) {
+      return null;
+    }
     if (value == null || value.isEmpty()) {
       throw ApiException.validation("value", "value is required: the secret, 1-" + MAX_VALUE_LENGTH + " characters");
     }

@@ -46,16 +46,25 @@ public final class SecretService implements SecretSource {
   /** The outcome of a put: the stored secret and whether it was new. */
   public record Saved(Secret secret, boolean created) {}
 
-  /** Creates or replaces the secret. */
-  public Saved put(String workspaceId, String name, String value) {
-    String sealed = box().encrypt(workspaceId, name, value);
+  /**
+   * Creates or replaces the secret. A null {@code value} keeps the stored one (a secret that does not
+   * exist yet needs one); null {@code allowedHosts} keep the stored list (none for a new secret).
+   */
+  public Saved put(String workspaceId, String name, String value, AllowedHosts allowedHosts) {
+    String sealed = value == null ? null : box().encrypt(workspaceId, name, value);
     // Two first puts of one name race to insert; the loser retries and replaces the winner's value.
     return SqlErrors.retryOnUniqueViolation(() -> jdbi.inTransaction(h -> {
       Instant now = Time.now();
       h.attach(WorkspaceDao.class).ensure(workspaceId, now);
       SecretDao dao = h.attach(SecretDao.class);
       Optional<Secret> existing = dao.find(workspaceId, name);
-      Secret secret = new Secret(workspaceId, name, sealed, existing.map(Secret::createdAt).orElse(now), now);
+      if (sealed == null && existing.isEmpty()) {
+        throw ApiException.validation("value", "value is required for a new secret: 1-" + SecretRoutes.MAX_VALUE_LENGTH
+            + " characters");
+      }
+      String hosts = allowedHosts != null ? allowedHosts.toStored() : existing.map(Secret::allowedHosts).orElse(null);
+      Secret secret = new Secret(workspaceId, name, sealed != null ? sealed : existing.get().valueEncrypted(), hosts,
+          existing.map(Secret::createdAt).orElse(now), now);
       if (existing.isEmpty()) {
         dao.insert(secret);
         return new Saved(secret, true);
@@ -84,15 +93,15 @@ public final class SecretService implements SecretSource {
   }
 
   @Override
-  public Map<String, String> values(String workspaceId, Set<String> names) throws Unavailable {
+  public Map<String, Usable> values(String workspaceId, Set<String> names) throws Unavailable {
     if (names.isEmpty()) {
       return Map.of();
     }
     List<Secret> found = jdbi.withExtension(SecretDao.class, dao -> dao.findAll(workspaceId, names));
-    Map<String, String> values = new HashMap<>();
+    Map<String, Usable> values = new HashMap<>();
     for (Secret s : found) {
       try {
-        values.put(s.name(), box().decrypt(workspaceId, s.name(), s.valueEncrypted()));
+        values.put(s.name(), new Usable(box().decrypt(workspaceId, s.name(), s.valueEncrypted()), s.hosts()));
       } catch (SecretBox.Unreadable e) {
         throw new Unavailable(e.getMessage());
       }

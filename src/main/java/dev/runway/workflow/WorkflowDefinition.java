@@ -4,7 +4,9 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.runway.core.Json;
 import dev.runway.http.JsonFields;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
 
 /**
@@ -27,6 +29,19 @@ public record WorkflowDefinition(String name, String description, boolean requir
         steps,
         Step.parseAll(steps),
         Trigger.parseAll(fields.optionalArray("triggers")));
+  }
+
+  /** Each field that may refer to secrets (steps[i].url, steps[i].headers.NAME) and its text, in order. */
+  public Map<String, String> secretFields() {
+    Map<String, String> fields = new LinkedHashMap<>();
+    for (int i = 0; i < parsedSteps.size(); i++) {
+      if (parsedSteps.get(i) instanceof Step.Http http) {
+        String at = "steps[" + i + "].";
+        fields.put(at + "url", http.url());
+        http.headers().forEach((name, value) -> fields.put(at + "headers." + name, value));
+      }
+    }
+    return fields;
   }
 
   String stepsJson() {

@@ -27,7 +27,7 @@ public final class WorkflowRoutes {
     Principal caller = AuthHandler.principal(ctx);
     caller.requireWholeWorkspace("workflows");
     WorkflowDefinition definition = WorkflowDefinition.parse(id, bodies.requiredObject(ctx));
-    WorkflowService.Saved saved = workflows.put(caller.workspaceId(), id, definition);
+    WorkflowService.Saved saved = workflows.put(caller, id, definition);
     Responses.json(ctx, saved.created() ? 201 : 200, WorkflowView.of(saved.workflow()));
   }
 

@@ -1,10 +1,12 @@
 package dev.runway.workflow;
 
+import dev.runway.auth.Principal;
 import dev.runway.auth.WorkspaceDao;
 import dev.runway.core.Time;
 import dev.runway.core.WeighedCache;
 import dev.runway.db.SqlErrors;
 import dev.runway.http.ApiException;
+import dev.runway.secret.SecretUse;
 import java.time.Instant;
 import java.util.List;
 import java.util.Optional;
@@ -48,7 +50,19 @@ public final class WorkflowService {
   /** The outcome of a put: the stored workflow and whether it was new. */
   public record Saved(Workflow workflow, boolean created) {}
 
-  /** Creates or replaces the workflow; putting an archived workflow restores it. */
+  /**
+   * Creates or replaces the workflow for an API caller: a definition that refers to secrets needs
+   * secrets:use (or admin), else 403 insufficient_scope naming the field.
+   */
+  public Saved put(Principal caller, String id, WorkflowDefinition definition) {
+    SecretUse.require(caller, definition.secretFields());
+    return put(caller.workspaceId(), id, definition);
+  }
+
+  /**
+   * Creates or replaces the workflow, trusted (definition files loaded at start); putting an
+   * archived workflow restores it.
+   */
   public Saved put(String workspaceId, String id, WorkflowDefinition definition) {
     // Two first puts of one id race to insert; the loser retries and finds the winner's row.
     Saved saved = SqlErrors.retryOnUniqueViolation(() -> putOnce(workspaceId, id, definition));

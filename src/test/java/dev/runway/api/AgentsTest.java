@@ -135,10 +135,14 @@ class AgentsTest {
   @BothDatabases
   void agents_need_their_scopes_and_a_whole_workspace_key_to_change_and_stay_in_their_workspace(Api api) {
     String reader = api.key(Scope.RUNS_READ);
-    String writer = api.key(Scope.WORKFLOWS_WRITE);
+    String writer = api.key(Scope.WORKFLOWS_WRITE, Scope.SECRETS_USE);
+    String writerWithoutSecrets = api.key(Scope.WORKFLOWS_WRITE);
     String projectKey = api.keyForProjects("alpha");
     String otherWorkspace = api.keyIn(Api.newWorkspaceId(), null, Scope.values());
     api.test(http -> {
+      // AGENT's tool refers to a secret: saving it needs secrets:use as well (see SecretUseTest).
+      assertProblem(http.send("PUT", "/v1/agents/triage", writerWithoutSecrets, AGENT, "application/json"), 403,
+          "insufficient_scope", "tools[0].headers.Authorization");
       assertEquals(201, http.send("PUT", "/v1/agents/triage", writer, AGENT, "application/json").status());
       assertProblem(http.send("PUT", "/v1/agents/triage", reader, AGENT, "application/json"), 403,
           "insufficient_scope");

@@ -29,7 +29,7 @@ class SecretsTest {
     api.test(http -> {
       Http.Reply created = http.put("/v1/secrets/TOOL_TOKEN", "{\"value\":\"" + VALUE + "\"}");
       assertEquals(201, created.status(), created::toString);
-      assertEquals(List.of("name", "created_at", "updated_at"), fieldNames(created.json()));
+      assertEquals(List.of("name", "allowed_hosts", "created_at", "updated_at"), fieldNames(created.json()));
       assertEquals("TOOL_TOKEN", created.json().get("name").asText());
       Http.Reply replaced = http.put("/v1/secrets/TOOL_TOKEN", "{\"value\":\"another-value\"}");
       assertEquals(200, replaced.status());

@@ -92,7 +92,7 @@ class ConsoleBrowserTest {
         wait.until(ExpectedConditions.urlContains("/console/keys"));
         assertTrue(driver.findElement(By.cssSelector(".who")).getText().contains(email));
 
-        // A key with the default scopes (all but admin).
+        // A key with the default scopes (all but admin and secrets:use).
         driver.findElement(By.id("name")).sendKeys("deploy bot");
         driver.findElement(By.cssSelector("form[action='/console/keys'] button[type=submit]")).click();
         WebElement shown = wait.until(ExpectedConditions.visibilityOfElementLocated(By.id("new-key")));

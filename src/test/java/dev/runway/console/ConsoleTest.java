@@ -40,6 +40,14 @@ class ConsoleTest {
     return email;
   }
 
+  /** The scope's checkbox on the keys page. */
+  private static String checkbox(String page, String scope) {
+    java.util.regex.Matcher m = java.util.regex.Pattern.compile("<input type=\"checkbox\" name=\"scope\" value=\""
+        + java.util.regex.Pattern.quote(scope) + "\"[^>]*>").matcher(page);
+    assertTrue(m.find(), () -> "no checkbox for " + scope);
+    return m.group();
+  }
+
   private static String createKey(Browser browser, String name, String... scopes) {
     browser.get("/console/keys");
     String[] fields = new String[4 + 2 * scopes.length];
@@ -219,6 +227,12 @@ class ConsoleTest {
       String email = signUp(browser);
       String workspace = (String) account(api, email).get("workspace_id");
       api.workflowIn(workspace, "hello", false);
+      // The form checks every scope but admin and secrets:use (issue 34, item 5: a key that may write
+      // workflows and use secrets can send them anywhere; the user opts in).
+      String form = browser.get("/console/keys").body();
+      assertTrue(checkbox(form, "workflows:write").contains("checked"), form);
+      assertFalse(checkbox(form, "secrets:use").contains("checked"), form);
+      assertFalse(checkbox(form, "admin").contains("checked"), form);
       String key = createKey(browser, "<b>deploy</b> bot", "runs:write", "runs:read");
       // The page that shows it: no cache; the curl line uses it; the name is escaped.
       Browser.Page keys = browser.get("/console/keys");

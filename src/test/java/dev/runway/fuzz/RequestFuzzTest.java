@@ -185,9 +185,15 @@ class RequestFuzzTest {
     }
   }
 
-  /** PUT /v1/secrets/{name}: a required body {value}, 1-4096 printable characters. */
+  /** PUT /v1/secrets/{name}: a body {value, allowed_hosts?}, 1-4096 printable characters, host names. */
   @FuzzTest(maxDuration = "30s")
   void secretBody(byte[] body) {
+    dev.runway.secret.AllowedHosts hosts = refusedOr(() -> dev.runway.secret.AllowedHosts.parse(
+        RequestBodies.parseObject(body).get("allowed_hosts"), "allowed_hosts"));
+    if (hosts != null) {
+      assertTrue(hosts.hosts().size() <= dev.runway.secret.AllowedHosts.MAX_HOSTS);
+      hosts.hosts().forEach(h -> assertTrue(h.matches("(\\*\\.)?[a-z0-9.-]{1,253}|\\[[0-9a-f:.]+]"), h));
+    }
     String value = refusedOr(() -> SecretRoutes.value(RequestBodies.parseObject(body)));
     if (value == null) {
       return;
