@@ -136,7 +136,9 @@ public final class Runway implements AutoCloseable {
       if (!loaded.isEmpty()) {
         LOG.info("loaded workflows {} from {} into workspace {}", loaded, settings.workflowsDir(), DEFAULT_WORKSPACE);
       }
-      List<String> agents = new DefinitionFiles<>("agent", AgentDefinition::parse,
+      List<String> agents = new DefinitionFiles<>("agent",
+          (String id, com.fasterxml.jackson.databind.node.ObjectNode body) ->
+              services.agents().checked(AgentDefinition.parse(id, body)),
           (String id, AgentDefinition agent) -> services.agents().put(DEFAULT_WORKSPACE, id, agent))
           .load(settings.agentsDir());
       if (!agents.isEmpty()) {
