@@ -1,6 +1,8 @@
 package dev.runway.agent;
 
+import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.runway.auth.WorkspaceDao;
+import dev.runway.config.DefinitionFiles;
 import dev.runway.core.Json;
 import dev.runway.core.Time;
 import dev.runway.db.SqlErrors;
@@ -28,6 +30,15 @@ public final class AgentService {
 
   public TokenQuota tokens() {
     return tokens;
+  }
+
+  /**
+   * The agent files of a directory (config/agents), put into {@code workspaceId}: each checked as
+   * the API checks a definition, its model too; a bad one stops the start naming the file and field.
+   */
+  public DefinitionFiles<AgentDefinition> files(String workspaceId) {
+    return new DefinitionFiles<>("agent", (String id, ObjectNode body) -> checked(AgentDefinition.parse(id, body)),
+        (String id, AgentDefinition agent) -> put(workspaceId, id, agent));
   }
 
   /** Refuses a definition whose model is not in agents.model.allowed (400 naming model). */
