@@ -93,6 +93,10 @@ public final class AgentRunMachine extends RunMachine {
     return definition;
   }
 
+  public String runId() {
+    return base.id();
+  }
+
   public String workspaceId() {
     return base.workspaceId();
   }

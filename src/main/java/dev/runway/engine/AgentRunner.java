@@ -70,11 +70,22 @@ final class AgentRunner implements RunAdvancer {
    */
   private AgentRunMachine.Next moveUntilWaiting(AgentRunMachine m) {
     AgentRunMachine.Next next = m.moveUntilWaiting(settings.approvalTimeoutSeconds(), modelSettings.maxRetries() + 1);
-    if (next == AgentRunMachine.Next.MODEL) {
-      long used = tokens.unlimited() ? 0 : tokens.used(m.workspaceId(), m.now()) + m.newTokens();
-      if (!m.mayCallModel(modelSettings.allowed(), tokens, used)) {
-        return m.moveUntilWaiting(settings.approvalTimeoutSeconds(), modelSettings.maxRetries() + 1);
+    if (next != AgentRunMachine.Next.MODEL) {
+      return next;
+    }
+    long used = 0;
+    if (!tokens.unlimited()) {
+      try {
+        used = tokens.used(m.workspaceId(), m.now()) + m.newTokens();
+      } catch (RuntimeException e) {
+        // Not known: no call now. The run is saved due now, as it stands, and taken up again.
+        LOG.warn("run {}: the workspace's tokens of the day could not be read ({}); its model call waits",
+            m.runId(), e.getMessage());
+        return AgentRunMachine.Next.NOTHING;
       }
+    }
+    if (!m.mayCallModel(modelSettings.allowed(), tokens, used)) {
+      return m.moveUntilWaiting(settings.approvalTimeoutSeconds(), modelSettings.maxRetries() + 1);
     }
     return next;
   }
