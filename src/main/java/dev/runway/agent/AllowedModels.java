@@ -12,7 +12,6 @@ import java.util.Set;
  * suits a local model that costs nothing. Names are compared exactly.
  */
 public record AllowedModels(Set<String> names) {
-  public static final AllowedModels ANY = new AllowedModels(Set.of());
   /** The most names a refusal lists: enough for any real list, never a page of text. */
   private static final int LISTED = 20;
 
