@@ -1,8 +1,6 @@
 package dev.runway;
 
-import dev.runway.agent.AgentDefinition;
 import dev.runway.auth.ApiKeyService;
-import dev.runway.config.DefinitionFiles;
 import dev.runway.auth.Scope;
 import dev.runway.config.ServerSettings;
 import dev.runway.config.Settings;
@@ -136,9 +134,7 @@ public final class Runway implements AutoCloseable {
       if (!loaded.isEmpty()) {
         LOG.info("loaded workflows {} from {} into workspace {}", loaded, settings.workflowsDir(), DEFAULT_WORKSPACE);
       }
-      List<String> agents = new DefinitionFiles<>("agent", AgentDefinition::parse,
-          (String id, AgentDefinition agent) -> services.agents().put(DEFAULT_WORKSPACE, id, agent))
-          .load(settings.agentsDir());
+      List<String> agents = services.agents().files(DEFAULT_WORKSPACE).load(settings.agentsDir());
       if (!agents.isEmpty()) {
         LOG.info("loaded agents {} from {} into workspace {}", agents, settings.agentsDir(), DEFAULT_WORKSPACE);
       }

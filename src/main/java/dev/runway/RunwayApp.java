@@ -22,6 +22,7 @@ import dev.runway.http.Responses;
 import dev.runway.metrics.MetricsRoutes;
 import dev.runway.run.RunRoutes;
 import dev.runway.secret.SecretRoutes;
+import dev.runway.usage.UsageRoutes;
 import dev.runway.webhook.WebhookRoutes;
 import dev.runway.workflow.WorkflowRoutes;
 import io.javalin.Javalin;
@@ -55,6 +56,7 @@ public final class RunwayApp {
     WorkflowRoutes workflows = new WorkflowRoutes(services.workflows(), bodies);
     SecretRoutes secrets = new SecretRoutes(services.secrets(), bodies);
     AgentRoutes agents = new AgentRoutes(services.agents(), bodies);
+    UsageRoutes usage = new UsageRoutes(services.agents().tokens());
     WebhookRoutes webhooks = new WebhookRoutes(services.webhooks(), bodies);
     int maxSyncBytes = Math.max(settings.maxBodyBytes(), CrmSettings.MAX_SYNC_BODY_BYTES);
     CrmRoutes crm = new CrmRoutes(services.crm(), settings.crm(), new RequestBodies(maxSyncBytes), resumeOn(threads));
@@ -159,6 +161,7 @@ public final class RunwayApp {
       routes.delete("/v1/agents/{id}", agents::archive, Scope.WORKFLOWS_WRITE);
       routes.get("/v1/agents", agents::list, Scope.RUNS_READ);
       routes.post("/v1/agents/{id}/runs", runs::startAgent, Scope.RUNS_WRITE);
+      routes.get("/v1/usage", usage::get, Scope.RUNS_READ);
 
       routes.post("/v1/crm/{object_type}/records/sync", crm::sync, Scope.CRM_WRITE);
       routes.get("/v1/crm/{object_type}/records/{external_id}", crm::get, Scope.CRM_READ);

@@ -12,6 +12,7 @@ import dev.runway.metrics.Metrics;
 import dev.runway.run.RunService;
 import dev.runway.secret.SecretBox;
 import dev.runway.secret.SecretService;
+import dev.runway.usage.TokenQuota;
 import dev.runway.webhook.WebhookService;
 import dev.runway.workflow.WorkflowService;
 
@@ -31,7 +32,8 @@ public record Services(Database database, ApiKeyService keys, WorkflowService wo
    */
   public static Services over(Database database, ServerSettings settings, Metrics metrics, Runnable runDue) {
     WorkflowService workflows = new WorkflowService(database.jdbi());
-    AgentService agents = new AgentService(database.jdbi());
+    AgentService agents = new AgentService(database.jdbi(), settings.model().allowed(),
+        new TokenQuota(database.jdbi(), settings.model().tokensPerWorkspacePerDay()));
     IdempotencyStore idempotency = new IdempotencyStore(database.jdbi(), settings.idempotencyTtl());
     RunService runs = new RunService(database.jdbi(), database.committer(), workflows, agents, idempotency,
         settings.engine().approvalTimeoutSeconds(), runDue);

@@ -30,6 +30,11 @@ public record AgentDefinition(String name, String description, String model, Str
   /** What the Chat Completions API accepts as a function name. */
   private static final Pattern TOOL_NAME = Pattern.compile("[A-Za-z0-9_-]{1,64}");
   public static final int MAX_TOOLS = 64;
+  /**
+   * The most tokens one run may be given (limits.max_total_tokens): a run's bill stays bounded even
+   * where the workspace's daily quota is off.
+   */
+  public static final long MAX_TOTAL_TOKENS = 1_000_000;
 
   /**
    * One of the caller's tools: its name and description and the JSON Schema of its arguments (what
@@ -121,7 +126,7 @@ public record AgentDefinition(String name, String description, String model, Str
     return new Limits(
         (int) f.optionalLong("max_turns", 10, 1, 100),
         (int) f.optionalLong("max_tool_calls", 20, 1, 1000),
-        f.optionalLong("max_total_tokens", 50_000, 1, 10_000_000),
+        f.optionalLong("max_total_tokens", 50_000, 1, MAX_TOTAL_TOKENS),
         (int) f.optionalLong("timeout_s", 600, 1, 86_400));
   }
 
@@ -158,6 +163,20 @@ public record AgentDefinition(String name, String description, String model, Str
   public static AgentDefinition of(Agent agent) {
     ObjectNode body = (ObjectNode) Json.tree(agent.definition());
     body.put("name", agent.name()).put("description", agent.description());
-    return parse(agent.id(), body);
+    return stored(agent.id(), body);
+  }
+
+  /**
+   * A definition stored by {@link #toJson} (of an agent or a run), read back. One saved when the
+   * bounds were wider is held to today's: a max_total_tokens above {@link #MAX_TOTAL_TOKENS} (once
+   * up to 10 million) counts as that bound, so its runs start and go on rather than fail to read.
+   */
+  public static AgentDefinition stored(String agentId, ObjectNode body) {
+    JsonNode limits = body.path("limits");
+    if (limits.isObject() && limits.path("max_total_tokens").isIntegralNumber()
+        && limits.get("max_total_tokens").asLong() > MAX_TOTAL_TOKENS) {
+      ((ObjectNode) limits).put("max_total_tokens", MAX_TOTAL_TOKENS);
+    }
+    return parse(agentId, body);
   }
 }

@@ -1,23 +1,66 @@
 package dev.runway.agent;
 
+import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.runway.auth.Principal;
 import dev.runway.auth.WorkspaceDao;
+import dev.runway.config.DefinitionFiles;
 import dev.runway.core.Json;
 import dev.runway.core.Time;
 import dev.runway.db.SqlErrors;
 import dev.runway.http.ApiException;
 import dev.runway.secret.SecretUse;
+import dev.runway.usage.TokenQuota;
 import java.time.Instant;
 import java.util.List;
 import java.util.Optional;
 import org.jdbi.v3.core.Jdbi;
 
-/** Creates, replaces, reads and archives agent definitions within a workspace. */
+/**
+ * Creates, replaces, reads and archives agent definitions within a workspace, and keeps what agents
+ * may spend: the models they may name and the workspace's tokens of the day.
+ */
 public final class AgentService {
   private final Jdbi jdbi;
+  private final AllowedModels allowedModels;
+  private final TokenQuota tokens;
 
-  public AgentService(Jdbi jdbi) {
+  public AgentService(Jdbi jdbi, AllowedModels allowedModels, TokenQuota tokens) {
     this.jdbi = jdbi;
+    this.allowedModels = allowedModels;
+    this.tokens = tokens;
+  }
+
+  public TokenQuota tokens() {
+    return tokens;
+  }
+
+  /**
+   * The agent files of a directory (config/agents), put into {@code workspaceId}: each checked as
+   * the API checks a definition, its model too; a bad one stops the start naming the file and field.
+   */
+  public DefinitionFiles<AgentDefinition> files(String workspaceId) {
+    return new DefinitionFiles<>("agent", (String id, ObjectNode body) -> checked(AgentDefinition.parse(id, body)),
+        (String id, AgentDefinition agent) -> put(workspaceId, id, agent));
+  }
+
+  /** Refuses a definition whose model is not in agents.model.allowed (400 naming model). */
+  public AgentDefinition checked(AgentDefinition definition) {
+    allowedModels.check(definition.model(), "model", "model");
+    return definition;
+  }
+
+  /**
+   * Refuses to start a run of {@code definition} asking for {@code requestedModel} (null: the
+   * agent's): a model not allowed is a 400 naming model (also the agent's own, saved before the list
+   * changed), a workspace whose tokens of the day are used up a 429 token_quota_exceeded.
+   */
+  public void checkStart(String workspaceId, AgentDefinition definition, String requestedModel, Instant now) {
+    if (requestedModel != null) {
+      allowedModels.check(requestedModel, "model", "model");
+    } else {
+      allowedModels.check(definition.model(), "model", "the agent's model");
+    }
+    tokens.requireRoom(workspaceId, now);
   }
 
   /** The outcome of a put: the stored agent and whether it was new. */
@@ -34,6 +77,7 @@ public final class AgentService {
 
   /** Creates or replaces the agent, trusted (definition files loaded at start); putting an archived agent restores it. */
   public Saved put(String workspaceId, String id, AgentDefinition definition) {
+    checked(definition);
     // Two first puts of one id race to insert; the loser retries and finds the winner's row.
     return SqlErrors.retryOnUniqueViolation(() -> jdbi.inTransaction(h -> {
       Instant now = Time.now();

@@ -4,12 +4,14 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.runway.agent.AgentDefinition;
+import dev.runway.agent.AllowedModels;
 import dev.runway.agent.ToolSchemas;
 import dev.runway.core.Json;
 import dev.runway.core.WeighedCache;
 import dev.runway.run.Run;
 import dev.runway.run.RunMessage;
 import dev.runway.run.RunStatus;
+import dev.runway.usage.TokenQuota;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.List;
@@ -27,8 +29,9 @@ import java.util.stream.Collectors;
  * last answer's tool calls are being worked through), {@code turns}, {@code messages} (the
  * transcript's length), {@code usage}, {@code output}, {@code deadline}, {@code model_attempt} and
  * {@code model_calling} (an attempt started and not recorded), {@code bad_in_a_row} and
- * {@code transcript_chars}, {@code model_endpoint} (of the last model call), {@code tool_calls} (of the last answer: id, name, arguments as the model sent them, status
- * pending, approved, calling or done, attempts).
+ * {@code transcript_chars}, {@code model_endpoint} (of the last model call), {@code last_call_tokens}
+ * (the total_tokens of the last answer), {@code tool_calls} (of the last answer: id, name, arguments
+ * as the model sent them, status pending, approved, calling or done, attempts).
  */
 public final class AgentRunMachine extends RunMachine {
   /** Bad tool calls in a row that end the run (invalid_tool_calls). */
@@ -48,6 +51,8 @@ public final class AgentRunMachine extends RunMachine {
 
   private final Definition definition;
   private final ObjectNode state;
+  /** Tokens of the answers this machine recorded, to count in the workspace's usage of the day when saved. */
+  private long newTokens;
 
   public AgentRunMachine(Run run, Instant now) {
     super(run, now);
@@ -59,7 +64,7 @@ public final class AgentRunMachine extends RunMachine {
     Definition d = PARSED.get(text);
     if (d == null) {
       JsonNode json = Json.tree(text);
-      d = new Definition(AgentDefinition.parse(agentId, (ObjectNode) json.get("agent").deepCopy()),
+      d = new Definition(AgentDefinition.stored(agentId, (ObjectNode) json.get("agent").deepCopy()),
           json.get("model").asText());
       PARSED.put(text, d);
     }
@@ -86,6 +91,19 @@ public final class AgentRunMachine extends RunMachine {
 
   public Definition definition() {
     return definition;
+  }
+
+  public String runId() {
+    return base.id();
+  }
+
+  public String workspaceId() {
+    return base.workspaceId();
+  }
+
+  /** The tokens of the answers recorded by this machine's moves (not yet in the workspace's usage). */
+  public long newTokens() {
+    return newTokens;
   }
 
   @Override
@@ -235,6 +253,39 @@ public final class AgentRunMachine extends RunMachine {
         state.get("turns").asInt() + 1));
   }
 
+  /**
+   * Before a model call goes out: the run fails with model_not_allowed when its model is no longer
+   * in agents.model.allowed (the list changed since it started), and with token_quota_exceeded when
+   * the call would pass the workspace's tokens of the day, {@code used} of them used so far. A call
+   * sends the whole transcript again, the last answer included, so it costs at least what the last
+   * call did: with fewer tokens left than that it would pass the quota, and is not made. As
+   * OpenAI's insufficient_quota, this is not retried: the run fails rather than waits for the next
+   * day, past most runs' timeout_s. Returns whether the call may go out.
+   */
+  public boolean mayCallModel(AllowedModels allowed, TokenQuota quota, long used) {
+    if (!allowed.allows(definition.model())) {
+      fail("model_not_allowed", "the run's model '" + definition.model() + "' is no longer allowed on this server "
+          + "(agents.model.allowed)", null);
+      return false;
+    }
+    if (quota.unlimited()) {
+      return true;
+    }
+    long lastCall = state.path("last_call_tokens").asLong(0);
+    if (used < quota.perDay() && used + lastCall <= quota.perDay()) {
+      return true;
+    }
+    Instant resets = TokenQuota.resetsAt(now);
+    String message = used >= quota.perDay() ? quota.exhausted(used, resets)
+        : "the next model call would pass the workspace's tokens for today: " + (quota.perDay() - used)
+            + " are left of " + quota.perDay() + " (agents.workspace_tokens_per_day) and this run's last call "
+            + "used " + lastCall + "; agent runs may call the model again after " + Json.TIME.format(resets);
+    ObjectNode details = Json.MAPPER.createObjectNode().put("tokens_used", used).put("tokens_per_day", quota.perDay())
+        .put("resets_at", Json.TIME.format(resets));
+    fail(TokenQuota.EXCEEDED, message, details);
+    return false;
+  }
+
   /** The Chat Completions request of the next turn, from the transcript so far. */
   public ObjectNode modelRequest(List<RunMessage> transcript) {
     ObjectNode request = Json.MAPPER.createObjectNode().put("model", definition.model());
@@ -269,6 +320,8 @@ public final class AgentRunMachine extends RunMachine {
     usage.put("prompt_tokens", usage.get("prompt_tokens").asLong() + answer.promptTokens());
     usage.put("completion_tokens", usage.get("completion_tokens").asLong() + answer.completionTokens());
     usage.put("total_tokens", usage.get("total_tokens").asLong() + answer.totalTokens());
+    state.put("last_call_tokens", Math.max(0, answer.totalTokens()));
+    newTokens += Math.max(0, answer.totalTokens());
     ArrayNode calls = Json.MAPPER.createArrayNode();
     for (ModelOutcome.ToolCall c : answer.toolCalls()) {
       calls.addObject().put("id", c.id()).put("type", "function").putObject("function").put("name", c.name())

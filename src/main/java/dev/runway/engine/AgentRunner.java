@@ -9,6 +9,7 @@ import dev.runway.db.GroupCommitter;
 import dev.runway.run.Run;
 import dev.runway.run.RunMessage;
 import dev.runway.run.RunMessageDao;
+import dev.runway.usage.TokenQuota;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.List;
@@ -39,6 +40,7 @@ final class AgentRunner implements RunAdvancer {
   private final AgentToolCaller tools;
   private final String owner;
   private final Executor executor;
+  private final TokenQuota tokens;
   private volatile boolean stopping;
 
   AgentRunner(Jdbi jdbi, GroupCommitter committer, EngineSettings settings, ModelSettings modelSettings,
@@ -51,6 +53,7 @@ final class AgentRunner implements RunAdvancer {
     this.tools = tools;
     this.owner = owner;
     this.executor = executor;
+    this.tokens = new TokenQuota(jdbi, modelSettings.tokensPerWorkspacePerDay());
   }
 
   @Override
@@ -61,8 +64,30 @@ final class AgentRunner implements RunAdvancer {
         next != AgentRunMachine.Next.NOTHING);
   }
 
+  /**
+   * The run's moves up to its next call; a model call only if its model is still allowed and the
+   * workspace has tokens left for it today (else the run fails, see AgentRunMachine#mayCallModel).
+   */
   private AgentRunMachine.Next moveUntilWaiting(AgentRunMachine m) {
-    return m.moveUntilWaiting(settings.approvalTimeoutSeconds(), modelSettings.maxRetries() + 1);
+    AgentRunMachine.Next next = m.moveUntilWaiting(settings.approvalTimeoutSeconds(), modelSettings.maxRetries() + 1);
+    if (next != AgentRunMachine.Next.MODEL) {
+      return next;
+    }
+    long used = 0;
+    if (!tokens.unlimited()) {
+      try {
+        used = tokens.used(m.workspaceId(), m.now()) + m.newTokens();
+      } catch (RuntimeException e) {
+        // Not known: no call now. The run is saved due now, as it stands, and taken up again.
+        LOG.warn("run {}: the workspace's tokens of the day could not be read ({}); its model call waits",
+            m.runId(), e.getMessage());
+        return AgentRunMachine.Next.NOTHING;
+      }
+    }
+    if (!m.mayCallModel(modelSettings.allowed(), tokens, used)) {
+      return m.moveUntilWaiting(settings.approvalTimeoutSeconds(), modelSettings.maxRetries() + 1);
+    }
+    return next;
   }
 
   /** The run as saved when this instance makes its next call: the call recorded as started, and a lease for its length. */
@@ -150,7 +175,11 @@ final class AgentRunner implements RunAdvancer {
     boolean callAgain = next != AgentRunMachine.Next.NOTHING && !stopping
         && room.resize(weight(m.toRun(null, null)));
     Run save = callAgain ? lease(m, next) : m.toRun(null, null);
-    boolean saved = committer.commit(save.workspaceId(), tx -> m.saveIn(tx, save));
+    // The answer's tokens count even when the run changed meanwhile (canceled): the model used them.
+    boolean saved = committer.commit(save.workspaceId(), tx -> {
+      TokenQuota.add(tx, save.workspaceId(), m.now(), m.newTokens());
+      return m.saveIn(tx, save);
+    });
     if (!saved) {
       LOG.info("run {} changed while its call was out; leaving it as it is now", save.id());
     }

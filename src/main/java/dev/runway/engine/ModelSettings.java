@@ -1,14 +1,17 @@
 package dev.runway.engine;
 
+import dev.runway.agent.AllowedModels;
 import dev.runway.config.Settings;
 import java.time.Duration;
 
 /**
  * Where agent runs reach their model (agents.model.* in config/runway.properties): an
- * OpenAI-compatible Chat Completions endpoint, or the built-in sandbox model.
+ * OpenAI-compatible Chat Completions endpoint, or the built-in sandbox model; and what tenants may
+ * spend there: the model names they may ask for, and the tokens a workspace may use per UTC day
+ * (0: no bound).
  */
 public record ModelSettings(String baseUrl, String apiKey, Duration timeout, int maxRetries, Duration retryBase,
-    int maxResponseBytes) {
+    int maxResponseBytes, AllowedModels allowed, long tokensPerWorkspacePerDay) {
   public static final String SANDBOX = "sandbox";
 
   public static ModelSettings from(Settings s) {
@@ -35,7 +38,19 @@ public record ModelSettings(String baseUrl, String apiKey, Duration timeout, int
         Duration.ofMillis(s.integer("agents.model.timeout_ms", 100, 3_600_000)),
         s.integer("agents.model.max_retries", 0, 20),
         Duration.ofMillis(s.integer("agents.model.retry_base_ms", 1, 600_000)),
-        s.integer("agents.model.max_response_bytes", 1024, 16 * 1024 * 1024));
+        s.integer("agents.model.max_response_bytes", 1024, 16 * 1024 * 1024),
+        allowed(s),
+        s.integer("agents.workspace_tokens_per_day", 0, Integer.MAX_VALUE));
+  }
+
+  private static AllowedModels allowed(Settings s) {
+    AllowedModels allowed = AllowedModels.parse(s.string("agents.model.allowed"));
+    for (String name : allowed.names()) {
+      if (name.length() > 200) {
+        throw s.invalid("agents.model.allowed", "a model name has at most 200 characters, as an agent's model");
+      }
+    }
+    return allowed;
   }
 
   public boolean isSandbox() {

@@ -233,7 +233,8 @@ public final class RunService {
   /**
    * A new agent run: the agent as it is now, the model it asks for (the request's, or the agent's),
    * its first messages (instructions and input); its first model call is due at once, unless the
-   * agent requires approval to start.
+   * agent requires approval to start. Refused when the model is not allowed or the workspace's
+   * tokens of the day are used up (see AgentService#checkStart).
    */
   private Firsts firstAgentMoves(Principal caller, AgentStartRequest request) {
     Agent agent = agents.get(caller.workspaceId(), request.agentId());
@@ -243,6 +244,7 @@ public final class RunService {
     }
     AgentDefinition definition = agentDefinition(agent);
     Instant now = Time.now();
+    agents.checkStart(caller.workspaceId(), definition, request.model(), now);
     Run run = new Run(Ids.newId("run", now.toEpochMilli()), caller.workspaceId(), Run.AGENT, null, agent.id(),
         request.project(), RunStatus.RUNNING.wireName(), definition.requiresApproval(), Json.string(request.input()),
         now, now, null, null, null,

@@ -15,8 +15,7 @@ import java.util.List;
 /** Agents under config/agents: each file checked as the API checks a definition, a bad one stopping the start. */
 class AgentFilesTest {
   private static DefinitionFiles<AgentDefinition> files(Api api) {
-    return new DefinitionFiles<>("agent", AgentDefinition::parse,
-        (String id, AgentDefinition agent) -> api.services().agents().put(api.workspace, id, agent));
+    return api.services().agents().files(api.workspace);
   }
 
   @BothDatabases

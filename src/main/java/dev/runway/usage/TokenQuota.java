@@ -1,0 +1,92 @@
+package dev.runway.usage;
+
+import dev.runway.core.Json;
+import dev.runway.db.Tx;
+import dev.runway.http.ApiException;
+import java.time.Duration;
+import java.time.Instant;
+import java.time.LocalDate;
+import java.time.ZoneOffset;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import org.jdbi.v3.core.Jdbi;
+
+/**
+ * The tokens a workspace's agent runs may use per UTC day (agents.workspace_tokens_per_day;
+ * 0: no bound), counted from the model's reported usage.total_tokens in table token_usage. Runs
+ * check it before each model call, so several runs of one workspace calling at once may pass it by
+ * what those calls use; nothing starts once it is used up.
+ */
+public final class TokenQuota {
+  public static final String EXCEEDED = "token_quota_exceeded";
+
+  private final Jdbi jdbi;
+  private final long perDay;
+
+  public TokenQuota(Jdbi jdbi, long perDay) {
+    this.jdbi = jdbi;
+    this.perDay = perDay;
+  }
+
+  /** The day's bound, 0 when there is none. */
+  public long perDay() {
+    return perDay;
+  }
+
+  public boolean unlimited() {
+    return perDay == 0;
+  }
+
+  /** The UTC day {@code at} falls in: the day its tokens count for. */
+  public static LocalDate day(Instant at) {
+    return LocalDate.ofInstant(at, ZoneOffset.UTC);
+  }
+
+  /** When the day of {@code at} ends and a new quota begins: the next UTC midnight. */
+  public static Instant resetsAt(Instant at) {
+    return day(at).plusDays(1).atStartOfDay(ZoneOffset.UTC).toInstant();
+  }
+
+  /** The tokens the workspace used on the UTC day of {@code at}. */
+  public long used(String workspaceId, Instant at) {
+    return jdbi.withExtension(TokenUsageDao.class, dao -> dao.tokens(workspaceId, day(at))).orElse(0L);
+  }
+
+  /** The tokens the workspace may still use today (never below 0); Long.MAX_VALUE without a bound. */
+  public long left(String workspaceId, Instant at) {
+    return unlimited() ? Long.MAX_VALUE : Math.max(0, perDay - used(workspaceId, at));
+  }
+
+  /** Counts {@code tokens} the model reported at {@code at}, within the commit that stores its answer. */
+  public static void add(Tx tx, String workspaceId, Instant at, long tokens) {
+    if (tokens > 0) {
+      tx.dao(TokenUsageDao.class).add(workspaceId, day(at), tokens);
+    }
+  }
+
+  /** Refuses to start an agent run when the workspace's tokens of the day are used up: 429 until UTC midnight. */
+  public void requireRoom(String workspaceId, Instant now) {
+    if (unlimited()) {
+      return;
+    }
+    long used = used(workspaceId, now);
+    if (used < perDay) {
+      return;
+    }
+    Instant resets = resetsAt(now);
+    long seconds = Math.max(1, (Duration.between(now, resets).toMillis() + 999) / 1000);
+    Map<String, Object> extensions = new LinkedHashMap<>();
+    extensions.put("tokens_used", used);
+    extensions.put("tokens_per_day", perDay);
+    extensions.put("resets_at", Json.TIME.format(resets));
+    throw new ApiException(429, EXCEEDED, exhausted(used, resets), null,
+        Map.of("Retry-After", Long.toString(seconds)), extensions);
+  }
+
+  /** What a refused start and a stopped run say. */
+  public String exhausted(long used, Instant resets) {
+    return "the workspace used " + used + " of its " + perDay + " tokens for today "
+        + "(agents.workspace_tokens_per_day); agent runs may call the model again after "
+        + Json.TIME.format(resets);
+  }
+}

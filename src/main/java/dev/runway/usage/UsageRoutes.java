@@ -1,0 +1,35 @@
+package dev.runway.usage;
+
+import dev.runway.core.Json;
+import dev.runway.core.Time;
+import dev.runway.http.AuthHandler;
+import dev.runway.http.QueryParams;
+import dev.runway.http.Responses;
+import io.javalin.http.Context;
+import java.time.Instant;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.Set;
+
+/** GET /v1/usage: the tokens the caller's workspace used today, and its daily quota. */
+public final class UsageRoutes {
+  private final TokenQuota tokens;
+
+  public UsageRoutes(TokenQuota tokens) {
+    this.tokens = tokens;
+  }
+
+  public void get(Context ctx) {
+    QueryParams.of(ctx, Set.of());
+    String workspaceId = AuthHandler.principal(ctx).workspaceId();
+    Instant now = Time.now();
+    long used = tokens.used(workspaceId, now);
+    Map<String, Object> body = new LinkedHashMap<>();
+    body.put("day", TokenQuota.day(now).toString());
+    body.put("tokens_used", used);
+    body.put("tokens_per_day", tokens.unlimited() ? null : tokens.perDay());
+    body.put("tokens_remaining", tokens.unlimited() ? null : Math.max(0, tokens.perDay() - used));
+    body.put("resets_at", Json.TIME.format(TokenQuota.resetsAt(now)));
+    Responses.json(ctx, 200, body);
+  }
+}
