@@ -42,6 +42,16 @@ public final class AccountService {
   private final Jdbi jdbi;
   private final PasswordHasher hasher;
   private final ConsoleSettings settings;
+  /**
+   * Failures in a row of emails without an account, by client and email, kept in memory: they lock
+   * out as an account does, so that a lock-out (429) tells no one that an email has an account.
+   */
+  private final java.util.concurrent.ConcurrentHashMap<String, Failures> decoyFailures =
+      new java.util.concurrent.ConcurrentHashMap<>();
+
+  private record Failures(int count, Instant lockedUntil, Instant updatedAt) {}
+
+  private static final int MAX_DECOY_FAILURES = 100_000;
 
   public AccountService(Jdbi jdbi, ConsoleSettings settings) {
     this.jdbi = jdbi;
@@ -123,8 +133,7 @@ public final class AccountService {
     }
     Optional<Account> found = jdbi.withExtension(AccountDao.class, dao -> dao.findByEmail(normalized));
     if (found.isEmpty()) {
-      hasher.verifyDecoy(given); // as long as a known email's check
-      throw wrongCredentials();
+      decoySignIn(client + " " + normalized, given);
     }
     Account account = found.get();
     Instant now = Time.now();
@@ -138,6 +147,31 @@ public final class AccountService {
     }
     jdbi.useExtension(AccountDao.class, dao -> dao.signedIn(account.id(), client));
     return account;
+  }
+
+  /** A sign-in with an email that has no account: refused as one with a wrong password would be, lock-out included. */
+  private void decoySignIn(String name, String given) {
+    Instant now = Time.now();
+    Failures before = decoyFailures.get(name);
+    if (before != null && before.lockedUntil() != null && now.isBefore(before.lockedUntil())) {
+      throw locked(before.lockedUntil(), now);
+    }
+    hasher.verifyDecoy(given); // as long as a known email's check
+    if (decoyFailures.size() >= MAX_DECOY_FAILURES) {
+      Instant forgotten = now.minus(settings.lockout());
+      decoyFailures.values().removeIf(f -> f.updatedAt().isBefore(forgotten));
+      if (decoyFailures.size() >= MAX_DECOY_FAILURES) {
+        decoyFailures.clear(); // a flood of names: forgetting decoys costs no account anything
+      }
+    }
+    decoyFailures.compute(name, (n, f) -> {
+      boolean forget = f == null || f.updatedAt().isBefore(now.minus(settings.lockout()))
+          && (f.lockedUntil() == null || !now.isBefore(f.lockedUntil()));
+      int count = forget ? 1 : f.count() + 1;
+      Instant until = count >= settings.lockoutFailures() ? now.plus(settings.lockout()) : forget ? null : f.lockedUntil();
+      return new Failures(count, until, now);
+    });
+    throw wrongCredentials();
   }
 
   /** Counts a failed sign-in of the account from the client, locking it out for that client at the limit. */

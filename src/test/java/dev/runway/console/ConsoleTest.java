@@ -213,6 +213,27 @@ class ConsoleTest {
     });
   }
 
+  /** An email without an account locks out as one with an account does: a 429 tells nothing either. */
+  @BothDatabases
+  void a_lock_out_tells_nothing_about_whether_an_email_has_an_account(Api api) {
+    api.testWithServices(s -> s.with("console.lockout_failures", "3"), http -> {
+      String known = signUp(new Browser(http.origin()));
+      String unknown = email();
+      Browser browser = new Browser(http.origin());
+      browser.get("/console/signin");
+      for (String email : new String[] {known, unknown}) {
+        for (int i = 0; i < 3; i++) {
+          assertEquals(401, browser.post("/console/signin", "email", email, "password", "wrong password 123").status());
+        }
+      }
+      Browser.Page knownLocked = browser.post("/console/signin", "email", known, "password", "wrong password 123");
+      Browser.Page unknownLocked = browser.post("/console/signin", "email", unknown, "password", "wrong password 123");
+      assertEquals(429, knownLocked.status());
+      assertEquals(429, unknownLocked.status(), unknownLocked::toString);
+      assertEquals(knownLocked.body().replace(known, "EMAIL"), unknownLocked.body().replace(unknown, "EMAIL"));
+    });
+  }
+
   @BothDatabases
   void sign_ins_from_one_address_are_rate_limited(Api api) {
     api.testWith(s -> s.with("console.signins_per_minute_per_address", "3"), http -> {
