@@ -32,12 +32,11 @@ import org.eclipse.jetty.util.thread.Scheduler;
  * place in flight too. A body must arrive within {@code timeoutMillis} of the headers (else 408)
  * and be at most the limit of its path (else 413, at once when its Content-Length says so; of a
  * chunked one nothing past the limit is kept or parsed: the rest is dropped as it comes, up to
- * 1 MiB, then the connection is closed). One key may
- * have at most {@code maxPendingPerKey} bodies still arriving, one client address without a key at
- * most {@code maxPendingPerAddress} (else 429), and all bodies still arriving together hold at most
- * {@code maxPendingBytes} of memory (else 503). Bodies with a key are not counted by client
- * address: behind a load balancer every client has the same one, and one slow client would lock
- * out the others.
+ * 1 MiB, then the connection is closed). One key may have at most {@code maxPendingPerKey} bodies
+ * still arriving, one client address without a key at most {@code maxPendingPerAddress} (else
+ * 429), and all bodies still arriving together hold at most {@code maxPendingBytes} of memory
+ * (else 503). Bodies with a key are not counted by client address: behind a load balancer every
+ * client has the same one, and one slow client would lock out the others.
  *
  * <p>A body that came with its headers is handed on at once, counted nowhere, without a timer.
  */
