@@ -120,7 +120,7 @@ public final class Main {
         More keys: ./run.sh keys create --workspace default --scopes runs:write,runs:read --name ci
 
         The console, to sign up and manage keys in a browser: %s/console
-        Setup code (sign up with it to take over workspace `default`; usable once):
+        Setup code (sign up with it to take over workspace `default`; usable once, within 24 h):
 
             %s
         ==============================================================================

@@ -3,6 +3,7 @@ package dev.runway;
 import dev.runway.agent.AgentRoutes;
 import dev.runway.auth.Scope;
 import dev.runway.config.ServerSettings;
+import dev.runway.console.ConsoleForm;
 import dev.runway.console.ConsoleRoutes;
 import dev.runway.console.RunPages;
 import dev.runway.crm.CrmRoutes;
@@ -95,8 +96,9 @@ public final class RunwayApp {
         server.addBean(connections);
         // Bodies are received before Javalin (and the limits of requests in flight) sees a request.
         server.insertHandler(new BufferedBodies(path -> CRM_SYNC.matcher(path).matches() ? maxSyncBytes
-            : settings.maxBodyBytes(), settings.bodyTimeout().toMillis(),
-            settings.maxPendingBodiesPerKey(), settings.maxPendingBodyBytes(), AuthHandler.callerOf(services.keys())));
+            : path.startsWith("/console") ? ConsoleForm.MAX_BYTES : settings.maxBodyBytes(),
+            settings.bodyTimeout().toMillis(), settings.maxPendingBodiesPerKey(),
+            settings.maxPendingBodiesPerAddress(), settings.maxPendingBodyBytes(), AuthHandler.callerOf(services.keys())));
       });
       // Open streams end as the server stops (their clients reconnect, elsewhere or later).
       config.events.serverStopping(streams::close);

@@ -13,14 +13,16 @@ import java.util.Map;
 import java.util.Set;
 
 /**
- * {@code accounts create|reset-password}: console accounts from the command line (with
- * console.signup=closed, the only way). The password is never an argument (it would show in the
+ * {@code accounts create|reset-password|setup-code}: console accounts from the command line (with
+ * console.signup=closed, the only way), and a new setup code (the first start's is valid 24 h). The password is never an argument (it would show in the
  * process list and the shell's history): it is asked for, or read as the first line of stdin.
  */
 public final class AccountsCommand {
   public static final String USAGE = """
       usage: runway accounts create --email E [--workspace W]   (workspace: default)
              runway accounts reset-password --email E             (ends the account's sessions)
+             runway accounts setup-code [--workspace W]           (a new one-time sign-up code for W, default:
+                                                                   default; valid 24 h, replaces the earlier one)
       the password is asked for, or read as the first line of stdin: echo "$PASSWORD" | runway accounts create ...""";
 
   private final AccountService accounts;
@@ -38,7 +40,7 @@ public final class AccountsCommand {
   /** Runs the command; returns the exit code. Usage errors throw IllegalArgumentException. */
   public int run(List<String> args) {
     if (args.isEmpty()) {
-      throw new IllegalArgumentException("accounts needs a command: create or reset-password");
+      throw new IllegalArgumentException("accounts needs a command: create, reset-password or setup-code");
     }
     List<String> rest = args.subList(1, args.size());
     try {
@@ -55,6 +57,14 @@ public final class AccountsCommand {
           accounts.resetPassword(email, password());
           out.println("set a new password for " + email.strip().toLowerCase(java.util.Locale.ROOT)
               + "; its sessions have ended");
+        }
+        case "setup-code" -> {
+          Map<String, String> options = KeysCommand.options(rest, Set.of("workspace"));
+          String workspace = options.getOrDefault("workspace", "default");
+          String code = accounts.newSetupCode(workspace);
+          out.println(code);
+          System.err.println("runway: sign up at /console/signup with this code within "
+              + AccountService.SETUP_CODE_VALID_FOR.toHours() + " h to take workspace " + workspace + " (usable once)");
         }
         default -> throw new IllegalArgumentException("unknown accounts command '" + args.get(0) + "'");
       }

@@ -8,6 +8,4 @@ public record Account(
     String email,
     String passwordHash,
     String workspaceId,
-    Instant createdAt,
-    int failedSignins,
-    Instant lockedUntil) {}
+    Instant createdAt) {}

@@ -25,13 +25,16 @@ import org.jdbi.v3.core.Jdbi;
 
 /**
  * Console accounts: sign-up (an account and a workspace of its own, or the first start's workspace
- * with its setup code), sign-in with a lockout after failures in a row, and the command line's
- * create and reset-password. The rules for passwords are here; their hashing is PasswordHasher's.
+ * with its setup code), sign-in with a lockout after failures in a row from one client address, and
+ * the command line's create, reset-password and setup-code. The rules for passwords are here; their
+ * hashing is PasswordHasher's.
  */
 public final class AccountService {
   public static final int MIN_PASSWORD_LENGTH = 12;
-  private static final int MAX_PASSWORD_LENGTH = 1000;
-  private static final int MAX_EMAIL_LENGTH = 254;
+  static final int MAX_PASSWORD_LENGTH = 1000;
+  static final int MAX_EMAIL_LENGTH = 254;
+  /** How long a setup code may be used after it is made (and printed). */
+  public static final java.time.Duration SETUP_CODE_VALID_FOR = java.time.Duration.ofHours(24);
   private static final Pattern EMAIL = Pattern.compile("[^@\\s]+@[^@\\s]+\\.[^@\\s.]+");
   private static final SecureRandom RANDOM = new SecureRandom();
   private static final Set<String> COMMON_PASSWORDS = loadCommonPasswords();
@@ -39,6 +42,16 @@ public final class AccountService {
   private final Jdbi jdbi;
   private final PasswordHasher hasher;
   private final ConsoleSettings settings;
+  /**
+   * Failures in a row of emails without an account, by client and email, kept in memory: they lock
+   * out as an account does, so that a lock-out (429) tells no one that an email has an account.
+   */
+  private final java.util.concurrent.ConcurrentHashMap<String, Failures> decoyFailures =
+      new java.util.concurrent.ConcurrentHashMap<>();
+
+  private record Failures(int count, Instant lockedUntil, Instant updatedAt) {}
+
+  private static final int MAX_DECOY_FAILURES = 100_000;
 
   public AccountService(Jdbi jdbi, ConsoleSettings settings) {
     this.jdbi = jdbi;
@@ -53,22 +66,37 @@ public final class AccountService {
 
   /**
    * A new account with a workspace of its own; with the right {@code setupCode} (printed at first
-   * start, usable once), the account takes the workspace that code was made for instead.
+   * start or by {@code accounts setup-code}, usable once within 24 h), the account takes the
+   * workspace that code was made for instead. Empty, with nothing made (the code not used), when
+   * the email has an account already: the page must not tell, so sign-up answers alike.
    */
-  public Account signUp(String email, String password, String setupCode) {
+  public Optional<Account> signUp(String email, String password, String setupCode) {
     String claimed = setupCode == null || setupCode.isBlank() ? null : claimableWorkspace(setupCode.strip());
-    return insert(email, password, (h, now) -> {
-      if (claimed == null) {
-        String workspace = newWorkspaceId(email.strip().toLowerCase(Locale.ROOT));
-        h.attach(WorkspaceDao.class).insert(workspace, now);
-        return workspace;
-      }
-      // Used once: the code's row goes in the same transaction as the account.
-      if (h.createUpdate("DELETE FROM console_setup_code WHERE workspace_id = :ws").bind("ws", claimed).execute() != 1) {
-        throw new ConsoleException(400, "setup_code", "This setup code has been used already.");
-      }
-      return claimed;
-    });
+    try {
+      return Optional.of(insert(email, password, (h, now) -> signUpWorkspace(h, now, email, claimed)));
+    } catch (EmailTaken e) {
+      return Optional.empty();
+    }
+  }
+
+  private String signUpWorkspace(Handle h, Instant now, String email, String claimed) {
+    if (claimed == null) {
+      String workspace = newWorkspaceId(email.strip().toLowerCase(Locale.ROOT));
+      h.attach(WorkspaceDao.class).insert(workspace, now);
+      return workspace;
+    }
+    // Used once: the code's row goes in the same transaction as the account.
+    if (h.createUpdate("DELETE FROM console_setup_code WHERE workspace_id = :ws").bind("ws", claimed).execute() != 1) {
+      throw new ConsoleException(400, "setup_code", "This setup code has been used already.");
+    }
+    return claimed;
+  }
+
+  /** The email has an account already (the command line says so; sign-up does not). */
+  private static final class EmailTaken extends ConsoleException {
+    EmailTaken() {
+      super(409, "email", "An account with this email exists already.");
+    }
   }
 
   /**
@@ -83,17 +111,21 @@ public final class AccountService {
     return SqlErrors.retryOnUniqueViolation(() -> jdbi.inTransaction(h -> {
       AccountDao accounts = h.attach(AccountDao.class);
       if (accounts.findByEmail(normalized).isPresent()) {
-        throw new ConsoleException(409, "email", "An account with this email exists already. Sign in instead.");
+        throw new EmailTaken();
       }
-      Account account = new Account(Ids.newId("acct", now.toEpochMilli()), normalized, hash, workspace.apply(h, now), now,
-          0, null);
+      Account account = new Account(Ids.newId("acct", now.toEpochMilli()), normalized, hash, workspace.apply(h, now), now);
       accounts.insert(account);
       return account;
     }));
   }
 
-  /** The account if the password is right; else 401 without telling whether the email has an account. */
-  public Account signIn(String email, String password) {
+  /**
+   * The account if the password is right; else 401 without telling whether the email has an
+   * account. After {@code console.lockout_failures} failures in a row from one client address (an
+   * IPv6 client: its /64), the account refuses that address (429) for {@code console.lockout_minutes};
+   * other addresses, its owner's among them, are not refused for what that one did.
+   */
+  public Account signIn(String email, String password, String client) {
     String normalized = email == null ? "" : email.strip().toLowerCase(Locale.ROOT);
     String given = password == null ? "" : password;
     if (given.length() > MAX_PASSWORD_LENGTH) {
@@ -101,23 +133,59 @@ public final class AccountService {
     }
     Optional<Account> found = jdbi.withExtension(AccountDao.class, dao -> dao.findByEmail(normalized));
     if (found.isEmpty()) {
-      hasher.verifyDecoy(given); // as long as a known email's check
-      throw wrongCredentials();
+      decoySignIn(client + " " + normalized, given);
     }
     Account account = found.get();
     Instant now = Time.now();
-    if (account.lockedUntil() != null && now.isBefore(account.lockedUntil())) {
-      throw locked(account.lockedUntil(), now);
+    Optional<Instant> locked = jdbi.withExtension(AccountDao.class, dao -> dao.lockedUntil(account.id(), client, now));
+    if (locked.isPresent()) {
+      throw locked(locked.get(), now);
     }
     if (!hasher.verify(given, account.passwordHash())) {
-      jdbi.useExtension(AccountDao.class, dao -> dao.failed(account.id(), settings.lockoutFailures(),
-          now.plus(settings.lockout())));
+      failed(account.id(), client, Time.now());
       throw wrongCredentials();
     }
-    if (account.failedSignins() > 0) {
-      jdbi.useExtension(AccountDao.class, dao -> dao.signedIn(account.id()));
-    }
+    jdbi.useExtension(AccountDao.class, dao -> dao.signedIn(account.id(), client));
     return account;
+  }
+
+  /** A sign-in with an email that has no account: refused as one with a wrong password would be, lock-out included. */
+  private void decoySignIn(String name, String given) {
+    Instant now = Time.now();
+    Failures before = decoyFailures.get(name);
+    if (before != null && before.lockedUntil() != null && now.isBefore(before.lockedUntil())) {
+      throw locked(before.lockedUntil(), now);
+    }
+    hasher.verifyDecoy(given); // as long as a known email's check
+    if (decoyFailures.size() >= MAX_DECOY_FAILURES) {
+      Instant forgotten = now.minus(settings.lockout());
+      decoyFailures.values().removeIf(f -> f.updatedAt().isBefore(forgotten));
+      if (decoyFailures.size() >= MAX_DECOY_FAILURES) {
+        decoyFailures.clear(); // a flood of names: forgetting decoys costs no account anything
+      }
+    }
+    decoyFailures.compute(name, (n, f) -> {
+      boolean forget = f == null || f.updatedAt().isBefore(now.minus(settings.lockout()))
+          && (f.lockedUntil() == null || !now.isBefore(f.lockedUntil()));
+      int count = forget ? 1 : f.count() + 1;
+      Instant until = count >= settings.lockoutFailures() ? now.plus(settings.lockout()) : forget ? null : f.lockedUntil();
+      return new Failures(count, until, now);
+    });
+    throw wrongCredentials();
+  }
+
+  /** Counts a failed sign-in of the account from the client, locking it out for that client at the limit. */
+  private void failed(String accountId, String client, Instant now) {
+    int limit = settings.lockoutFailures();
+    Instant lockedUntil = now.plus(settings.lockout());
+    SqlErrors.retryOnUniqueViolation(() -> jdbi.inTransaction(h -> {
+      AccountDao dao = h.attach(AccountDao.class);
+      dao.forgetFailuresBefore(accountId, now.minus(settings.lockout()), now);
+      if (dao.failedAgain(accountId, client, limit, lockedUntil, now) == 0) {
+        dao.failedFirst(accountId, client, limit <= 1 ? lockedUntil : null, now);
+      }
+      return null;
+    }));
   }
 
   public Optional<Account> find(String accountId) {
@@ -144,15 +212,20 @@ public final class AccountService {
     String hash = hasher.hash(password);
     jdbi.useTransaction(h -> {
       h.attach(AccountDao.class).setPassword(account.id(), hash);
+      h.attach(AccountDao.class).forgetFailures(account.id());
       h.attach(SessionDao.class).deleteOfAccount(account.id());
     });
   }
 
   /**
-   * A one-time code with which the first account to sign up takes {@code workspaceId} (the first
-   * start's workspace); only its hash is stored.
+   * A one-time code with which the next account to sign up takes {@code workspaceId} (the first
+   * start's workspace, or one the operator names), within {@link #SETUP_CODE_VALID_FOR}; only its
+   * hash is stored, and it replaces any earlier code of the workspace.
    */
   public String newSetupCode(String workspaceId) {
+    if (jdbi.withExtension(WorkspaceDao.class, dao -> dao.count(workspaceId)) == 0) {
+      throw new ConsoleException(404, "workspace", "there is no workspace " + workspaceId);
+    }
     byte[] bytes = new byte[15];
     RANDOM.nextBytes(bytes);
     String code = java.util.Base64.getUrlEncoder().withoutPadding().encodeToString(bytes);
@@ -166,12 +239,15 @@ public final class AccountService {
 
   private String claimableWorkspace(String code) {
     String hash = Sha256.hex(code);
-    return jdbi.withHandle(h -> h.createQuery("SELECT workspace_id, code_hash FROM console_setup_code")
+    Instant madeAfter = Time.now().minus(SETUP_CODE_VALID_FOR);
+    return jdbi.withHandle(h -> h.createQuery("SELECT workspace_id, code_hash FROM console_setup_code "
+                + "WHERE created_at > :after").bind("after", madeAfter)
             .map((rs, c) -> MessageDigest.isEqual(hash.getBytes(StandardCharsets.US_ASCII),
                 rs.getString("code_hash").getBytes(StandardCharsets.US_ASCII)) ? rs.getString("workspace_id") : null)
             .list()).stream().filter(java.util.Objects::nonNull).findFirst()
-        .orElseThrow(() -> new ConsoleException(400, "setup_code",
-            "This setup code is not valid (it may have been used already). Leave it empty to get a workspace of your own."));
+        .orElseThrow(() -> new ConsoleException(400, "setup_code", "This setup code is not valid (it may have been "
+            + "used already, or be more than 24 hours old: the operator makes a new one with `runway accounts "
+            + "setup-code`). Leave it empty to get a workspace of your own."));
   }
 
   static String checkEmail(String email) {

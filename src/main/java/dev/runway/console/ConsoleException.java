@@ -1,7 +1,7 @@
 package dev.runway.console;
 
 /** A console request that cannot be done, with what the page tells the person (and which field, if one). */
-public final class ConsoleException extends RuntimeException {
+public class ConsoleException extends RuntimeException {
   private final int status;
   private final String field;
 

@@ -5,6 +5,7 @@ import dev.runway.auth.ApiKeyService;
 import dev.runway.auth.Scope;
 import dev.runway.core.Slugs;
 import dev.runway.core.Time;
+import dev.runway.http.ClientAddress;
 import dev.runway.http.RateLimiter;
 import gg.jte.ContentType;
 import gg.jte.TemplateEngine;
@@ -41,6 +42,9 @@ public final class ConsoleRoutes {
       "console.js", "text/javascript; charset=utf-8");
   private static final Map<Scope, String> SCOPES = scopeDescriptions();
   private static final Set<String> EXPIRIES = Set.of("never", "7", "30", "90", "365");
+  /** The sign-in page's notice after any sign-up: the same whether the email was new or not. */
+  private static final String SIGNED_UP = "Thank you. If this email had no account, it has one now: sign in with "
+      + "the password you chose. If it had one already, sign in with that account's password.";
 
   private final AccountService accounts;
   private final SessionService sessions;
@@ -97,28 +101,36 @@ public final class ConsoleRoutes {
     }
   }
 
-  /** GET /console/signin */
+  /** GET /console/signin (after a sign-up, with a notice that does not say whether it made an account) */
   public void signinPage(Context ctx) {
     if (signedIn(ctx).isPresent()) {
       ctx.redirect("/console/keys", HttpStatus.SEE_OTHER);
       return;
     }
     ConsoleSession visitor = visitor(ctx);
-    render(ctx, 200, "signin.jte", "frame", frame("Sign in", visitor), "form", form(null, null, null, null));
+    String notice = "signed-up".equals(ctx.queryParam("notice")) ? SIGNED_UP : null;
+    render(ctx, 200, "signin.jte", "frame", frame("Sign in", visitor), "form", form(null, null, null, null)
+        .withNotice(notice));
   }
 
   /** POST /console/signin */
   public void signin(Context ctx) {
-    Optional<ConsoleSession> session = checkedForm(ctx, "signin.jte", "Sign in");
+    ConsoleForm posted = readForm(ctx);
+    if (posted == null) {
+      return;
+    }
+    Optional<ConsoleSession> session = checkedForm(ctx, posted, "signin.jte", "Sign in");
     if (session.isEmpty()) {
       return;
     }
-    String email = ctx.formParam("email");
+    String email = posted.get("email");
     String normalized = email == null ? "" : email.strip().toLowerCase(Locale.ROOT);
+    String client = ClientAddress.of(ctx);
     try {
-      limit(ctx, perAddress, ctx.ip());
-      limit(ctx, perEmail, normalized);
-      Account account = accounts.signIn(email, ctx.formParam("password"));
+      limit(ctx, perAddress, client);
+      // Per email and address: counted per email alone, anyone could keep its owner out.
+      limit(ctx, perEmail, client + " " + normalized);
+      Account account = accounts.signIn(email, posted.get("password"), client);
       startSignedIn(ctx, session.get(), account);
     } catch (ConsoleException e) {
       render(ctx, e.status(), "signin.jte", "frame", frame("Sign in", session.get()),
@@ -145,9 +157,17 @@ public final class ConsoleRoutes {
     render(ctx, 200, "signup.jte", "frame", frame("Sign up", visitor), "form", form(null, null, null, null));
   }
 
-  /** POST /console/signup */
+  /**
+   * POST /console/signup: a new email gets its account, a known one nothing, and both the same
+   * answer (a redirect to the sign-in page with the same notice), so sign-up tells no one which
+   * emails have accounts.
+   */
   public void signup(Context ctx) {
-    Optional<ConsoleSession> session = checkedForm(ctx, "signup.jte", "Sign up");
+    ConsoleForm posted = readForm(ctx);
+    if (posted == null) {
+      return;
+    }
+    Optional<ConsoleSession> session = checkedForm(ctx, posted, "signup.jte", "Sign up");
     if (session.isEmpty()) {
       return;
     }
@@ -155,12 +175,12 @@ public final class ConsoleRoutes {
       signupClosed(ctx, session.get());
       return;
     }
-    String email = ctx.formParam("email");
-    String setupCode = ctx.formParam("setup_code");
+    String email = posted.get("email");
+    String setupCode = posted.get("setup_code");
     try {
-      limit(ctx, perAddress, ctx.ip());
-      Account account = accounts.signUp(email, ctx.formParam("password"), setupCode);
-      startSignedIn(ctx, session.get(), account);
+      limit(ctx, perAddress, ClientAddress.of(ctx));
+      accounts.signUp(email, posted.get("password"), setupCode);
+      ctx.redirect("/console/signin?notice=signed-up", HttpStatus.SEE_OTHER);
     } catch (ConsoleException e) {
       render(ctx, e.status(), "signup.jte", "frame", frame("Sign up", session.get()),
           "form", form(e.getMessage(), e.field(), email, setupCode));
@@ -174,8 +194,12 @@ public final class ConsoleRoutes {
 
   /** POST /console/signout */
   public void signout(Context ctx) {
+    ConsoleForm posted = readForm(ctx);
+    if (posted == null) {
+      return;
+    }
     Optional<ConsoleSession> session = sessions.find(ctx.cookie(COOKIE));
-    if (session.isPresent() && csrfOk(ctx, session.get())) {
+    if (session.isPresent() && csrfOk(ctx, posted, session.get())) {
       sessions.end(session.get());
     } else if (session.isPresent()) {
       forbidden(ctx, session.get());
@@ -202,14 +226,18 @@ public final class ConsoleRoutes {
 
   /** POST /console/keys: makes a key and shows it, this once. */
   public void createKey(Context ctx) {
-    Optional<Signed> signed = requireSignedInForm(ctx);
+    ConsoleForm posted = readForm(ctx);
+    if (posted == null) {
+      return;
+    }
+    Optional<Signed> signed = requireSignedInForm(ctx, posted);
     if (signed.isEmpty()) {
       return;
     }
-    String name = ctx.formParam("name") == null ? "" : ctx.formParam("name").strip();
-    List<String> scopeNames = ctx.formParams("scope");
-    String projectsText = ctx.formParam("projects") == null ? "" : ctx.formParam("projects").strip();
-    String expiry = ctx.formParam("expiry") == null ? "never" : ctx.formParam("expiry");
+    String name = posted.get("name") == null ? "" : posted.get("name").strip();
+    List<String> scopeNames = posted.all("scope");
+    String projectsText = posted.get("projects") == null ? "" : posted.get("projects").strip();
+    String expiry = posted.get("expiry") == null ? "never" : posted.get("expiry");
     try {
       if (name.isEmpty() || name.length() > 200) {
         throw new ConsoleException(400, "name", "Give the key a name of 1 to 200 characters, e.g. what uses it.");
@@ -260,7 +288,11 @@ public final class ConsoleRoutes {
 
   /** POST /console/keys/{id}/revoke */
   public void revoke(Context ctx) {
-    Optional<Signed> signed = requireSignedInForm(ctx);
+    ConsoleForm posted = readForm(ctx);
+    if (posted == null) {
+      return;
+    }
+    Optional<Signed> signed = requireSignedInForm(ctx, posted);
     if (signed.isEmpty()) {
       return;
     }
@@ -291,9 +323,9 @@ public final class ConsoleRoutes {
   }
 
   /** Like {@link #requireSignedIn}, for a form post: its CSRF token and Origin checked too (else 403). */
-  Optional<Signed> requireSignedInForm(Context ctx) {
+  Optional<Signed> requireSignedInForm(Context ctx, ConsoleForm posted) {
     Optional<Signed> signed = requireSignedIn(ctx);
-    if (signed.isPresent() && !csrfOk(ctx, signed.get().session())) {
+    if (signed.isPresent() && !csrfOk(ctx, posted, signed.get().session())) {
       forbidden(ctx, signed.get().session());
       return Optional.empty();
     }
@@ -306,7 +338,7 @@ public final class ConsoleRoutes {
     if (found.isPresent()) {
       return found.get();
     }
-    RateLimiter.Quota quota = visitorsPerAddress.take(ctx.ip());
+    RateLimiter.Quota quota = visitorsPerAddress.take(ClientAddress.of(ctx));
     if (!quota.allowed()) {
       // No new row: the form still shows, and its post is refused as expired.
       return new ConsoleSession("", null, "", Time.now(), Time.now(), Time.now());
@@ -320,19 +352,33 @@ public final class ConsoleRoutes {
    * The session of a sign-in or sign-up post whose token and Origin check out; else the form again
    * (with a fresh session if it had expired) saying why, and empty.
    */
-  private Optional<ConsoleSession> checkedForm(Context ctx, String template, String title) {
+  private Optional<ConsoleSession> checkedForm(Context ctx, ConsoleForm posted, String template, String title) {
     Optional<ConsoleSession> session = sessions.find(ctx.cookie(COOKIE));
-    if (session.isPresent() && csrfOk(ctx, session.get())) {
+    if (session.isPresent() && csrfOk(ctx, posted, session.get())) {
       return session;
     }
     ConsoleSession fresh = session.isPresent() ? session.get() : visitor(ctx);
     render(ctx, 403, template, "frame", frame(title, fresh), "form", form("This form had expired or did not come from "
-        + "this site. Please send it again.", null, ctx.formParam("email"), null));
+        + "this site. Please send it again.", null, posted.get("email"), null));
     return Optional.empty();
   }
 
+  /**
+   * The post's form (url-encoded, at most 16 KB, every field within its bound: see ConsoleForm);
+   * else a page saying why (413, 415, 400, echoing nothing of it) and null.
+   */
+  ConsoleForm readForm(Context ctx) {
+    try {
+      return ConsoleForm.read(ctx);
+    } catch (ConsoleException e) {
+      message(ctx, e.status(), null, new Views.Message(e.status() == 413 ? "Form too large"
+          : e.status() == 415 ? "Not a form" : "Form refused", e.getMessage(), "/console", "Go to the console"));
+      return null;
+    }
+  }
+
   /** The form's token is the session's (constant time), and a browser's Origin, when sent, is this site. */
-  private static boolean csrfOk(Context ctx, ConsoleSession session) {
+  private static boolean csrfOk(Context ctx, ConsoleForm posted, ConsoleSession session) {
     String origin = ctx.header("Origin");
     if (origin != null) {
       String host = ctx.header("Host");
@@ -345,7 +391,7 @@ public final class ConsoleRoutes {
         return false;
       }
     }
-    return SessionService.csrfMatches(session, ctx.formParam("csrf"));
+    return SessionService.csrfMatches(session, posted.get("csrf"));
   }
 
   private void startSignedIn(Context ctx, ConsoleSession visitor, Account account) {

@@ -88,12 +88,16 @@ public final class RunPages {
 
   /** POST /console/runs/{id}/approve, …/reject (with a comment) and …/cancel. */
   public void decide(Context ctx) {
-    Optional<ConsoleRoutes.Signed> signed = console.requireSignedInForm(ctx);
+    ConsoleForm posted = console.readForm(ctx);
+    if (posted == null) {
+      return;
+    }
+    Optional<ConsoleRoutes.Signed> signed = console.requireSignedInForm(ctx, posted);
     if (signed.isEmpty()) {
       return;
     }
     String runId = ctx.pathParam("id");
-    String comment = ctx.formParam("comment");
+    String comment = posted.get("comment");
     comment = comment == null || comment.isBlank() ? null : comment.strip();
     try {
       if (!Ids.looksLike("run", runId)) {

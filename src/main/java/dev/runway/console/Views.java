@@ -30,8 +30,19 @@ public final class Views {
     }
   }
 
-  /** The sign-in and sign-up forms: the message, the field it is about, what was typed (never the password). */
-  public record Form(String error, String field, String email, String setupCode, boolean signupOpen) {}
+  /**
+   * The sign-in and sign-up forms: the message, the field it is about, what was typed (never the
+   * password; every field bounded by ConsoleForm), and a notice (a fixed text, never from the request).
+   */
+  public record Form(String error, String field, String email, String setupCode, boolean signupOpen, String notice) {
+    public Form(String error, String field, String email, String setupCode, boolean signupOpen) {
+      this(error, field, email, setupCode, signupOpen, null);
+    }
+
+    Form withNotice(String text) {
+      return new Form(error, field, email, setupCode, signupOpen, text);
+    }
+  }
 
   /** One scope's checkbox. */
   public record ScopeOption(String name, String description, boolean checked) {}

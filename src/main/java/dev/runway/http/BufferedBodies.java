@@ -25,13 +25,18 @@ import org.eclipse.jetty.util.thread.Scheduler;
  * among the requests in flight (which a few hundred clients sending a byte every two seconds once
  * took, every one, so that every API request of every key got 503).
  *
- * <p>A body is received only for a request with a valid API key (any other is handed on at once,
- * unread, and refused with 401 from its headers alone). It must arrive within {@code timeoutMillis}
- * of the headers (else 408) and be at most the limit of its path (else 413, at once when its
- * Content-Length says so). One key may have at most {@code maxPendingPerKey} bodies still arriving
- * (else 429), and all bodies still arriving together hold at most {@code maxPendingBytes} of memory
- * (else 503). Bodies are not counted by client address: behind a load balancer every client has
- * the same one, and one slow client would lock out the others.
+ * <p>On {@code /v1} a body is received only for a request with a valid API key (any other is
+ * handed on at once, unread, and refused with 401 from its headers alone). Elsewhere (the console's
+ * forms, and any other path without a key) a body is received for anyone, counted by the client's
+ * address ({@link ClientAddress}): anonymous console posts sent a byte at a time once held every
+ * place in flight too. A body must arrive within {@code timeoutMillis} of the headers (else 408)
+ * and be at most the limit of its path (else 413, at once when its Content-Length says so; of a
+ * chunked one nothing past the limit is kept or parsed: the rest is dropped as it comes, up to
+ * 1 MiB, then the connection is closed). One key may have at most {@code maxPendingPerKey} bodies
+ * still arriving, one client address without a key at most {@code maxPendingPerAddress} (else
+ * 429), and all bodies still arriving together hold at most {@code maxPendingBytes} of memory
+ * (else 503). Bodies with a key are not counted by client address: behind a load balancer every
+ * client has the same one, and one slow client would lock out the others.
  *
  * <p>A body that came with its headers is handed on at once, counted nowhere, without a timer.
  */
@@ -39,17 +44,20 @@ public final class BufferedBodies extends Handler.Wrapper {
   private final ToIntFunction<String> maxBytesOf;
   private final long timeoutMillis;
   private final int maxPendingPerKey;
+  private final int maxPendingPerAddress;
   private final long maxPendingBytes;
   private final Function<String, Principal> callerOf;
-  private final ConcurrentHashMap<String, AtomicInteger> pendingByKey = new ConcurrentHashMap<>();
+  /** Bodies still arriving, by key id ("key_…") or by client address ("ip …"); a holder without any has no entry. */
+  private final ConcurrentHashMap<String, AtomicInteger> pendingByHolder = new ConcurrentHashMap<>();
   private final AtomicLong pendingBytes = new AtomicLong();
 
   /** {@code callerOf} gives the caller whose valid API key an Authorization header carries, or null. */
-  public BufferedBodies(ToIntFunction<String> maxBytesOf, long timeoutMillis, int maxPendingPerKey, long maxPendingBytes,
-      Function<String, Principal> callerOf) {
+  public BufferedBodies(ToIntFunction<String> maxBytesOf, long timeoutMillis, int maxPendingPerKey,
+      int maxPendingPerAddress, long maxPendingBytes, Function<String, Principal> callerOf) {
     this.maxBytesOf = maxBytesOf;
     this.timeoutMillis = timeoutMillis;
     this.maxPendingPerKey = maxPendingPerKey;
+    this.maxPendingPerAddress = maxPendingPerAddress;
     this.maxPendingBytes = maxPendingBytes;
     this.callerOf = callerOf;
   }
@@ -61,18 +69,28 @@ public final class BufferedBodies extends Handler.Wrapper {
     if (declared <= 0 && !chunked) {
       return super.handle(request, response, callback);
     }
-    int maxBytes = maxBytesOf.applyAsInt(request.getHttpURI().getPath());
+    String path = request.getHttpURI().getPath();
+    int maxBytes = maxBytesOf.applyAsInt(path);
     if (declared > maxBytes) {
       Response.writeError(request, response, callback, HttpStatus.PAYLOAD_TOO_LARGE_413, tooLarge(maxBytes));
       return true;
     }
     Principal caller = callerOf.apply(request.getHeaders().get(HttpHeader.AUTHORIZATION));
-    if (caller == null) {
+    if (caller != null) {
+      request.setAttribute(AuthHandler.FOUND_BEFORE_BODY, caller); // not looked up twice
+      new Receiver(request, response, callback, caller.keyId(), maxPendingPerKey, maxBytes).receive();
+    } else if (isApi(path)) {
       return super.handle(request, response, callback);
+    } else {
+      new Receiver(request, response, callback, "ip " + ClientAddress.of(request), maxPendingPerAddress, maxBytes)
+          .receive();
     }
-    request.setAttribute(AuthHandler.FOUND_BEFORE_BODY, caller); // not looked up twice
-    new Receiver(request, response, callback, caller.keyId(), maxBytes).receive();
     return true;
+  }
+
+  /** Paths of the API, where every body needs a valid key. */
+  private static boolean isApi(String path) {
+    return path.equals("/v1") || path.startsWith("/v1/");
   }
 
   /** How much of a too-large body is read and dropped before its 413; past it the connection is closed at once. */
@@ -87,7 +105,9 @@ public final class BufferedBodies extends Handler.Wrapper {
     private final Request request;
     private final Response response;
     private final Callback callback;
-    private final String keyId;
+    /** Whom the body counts against: a key id, or "ip " and a client address. */
+    private final String holder;
+    private final int maxPending;
     private final int maxBytes;
     private final ByteArrayOutputStream body;
     /** Set once the request is handed on or answered: whatever comes later is ignored. */
@@ -98,12 +118,13 @@ public final class BufferedBodies extends Handler.Wrapper {
     private long reserved;
     private Scheduler.Task deadline;
 
-    Receiver(Request request, Response response, Callback callback, String keyId, int maxBytes) {
+    Receiver(Request request, Response response, Callback callback, String holder, int maxPending, int maxBytes) {
       this.request = request;
       this.maxBytes = maxBytes;
       this.response = response;
       this.callback = callback;
-      this.keyId = keyId;
+      this.holder = holder;
+      this.maxPending = maxPending;
       long declared = request.getLength();
       this.body = new ByteArrayOutputStream(declared > 0 ? (int) declared : 1024);
     }
@@ -157,13 +178,13 @@ public final class BufferedBodies extends Handler.Wrapper {
       }
     }
 
-    /** The body did not all come with the headers: counts it against its key and starts the clock. */
+    /** The body did not all come with the headers: counts it against its key or address and starts the clock. */
     private boolean startWaiting() {
       waiting = true;
-      if (pendingByKey.computeIfAbsent(keyId, k -> new AtomicInteger()).incrementAndGet() > maxPendingPerKey) {
+      if (pendingByHolder.computeIfAbsent(holder, k -> new AtomicInteger()).incrementAndGet() > maxPending) {
         response.getHeaders().put(HttpHeader.RETRY_AFTER, "1");
-        refuse(HttpStatus.TOO_MANY_REQUESTS_429, "this API key has " + maxPendingPerKey
-            + " request bodies still arriving; send the next one when one of them is complete");
+        refuse(HttpStatus.TOO_MANY_REQUESTS_429, (holder.startsWith("ip ") ? "this client address" : "this API key")
+            + " has " + maxPending + " request bodies still arriving; send the next one when one of them is complete");
         return false;
       }
       if (!reserve(body.size())) {
@@ -208,7 +229,7 @@ public final class BufferedBodies extends Handler.Wrapper {
         deadline.cancel();
       }
       if (waiting) {
-        pendingByKey.computeIfPresent(keyId, (k, n) -> n.decrementAndGet() <= 0 ? null : n);
+        pendingByHolder.computeIfPresent(holder, (k, n) -> n.decrementAndGet() <= 0 ? null : n);
         pendingBytes.addAndGet(-reserved);
       }
       return true;

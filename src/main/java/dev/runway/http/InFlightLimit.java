@@ -12,15 +12,19 @@ import java.util.concurrent.atomic.AtomicInteger;
  * than joining an ever longer queue; while the server starts, and while it stops, new requests get
  * 503 (those in flight at a stop are waited for). Health checks and metrics scrapes are always
  * answered. One API key may hold only so many of the places (past that, 429 for that key), so no
- * key can take them all.
+ * key can take them all; so may one client address outside {@code /v1} (the console's pages and
+ * forms, which have no key: a flood of sign-ins waiting for a password hash once could).
  */
 public final class InFlightLimit {
   private static final String ADMITTED = "runway.admitted";
   private static final String KEY_ADMITTED = "runway.key_admitted";
+  private static final String ADDRESS_ADMITTED = "runway.address_admitted";
   private final int max;
   private final int maxPerKey;
   private final Semaphore permits;
   private final ConcurrentHashMap<String, AtomicInteger> byKey = new ConcurrentHashMap<>();
+  /** Places held outside /v1 by client address; an address holding none has no entry (there may be many). */
+  private final ConcurrentHashMap<String, Integer> byAddress = new ConcurrentHashMap<>();
   private volatile boolean starting;
   private volatile boolean draining;
 
@@ -57,6 +61,24 @@ public final class InFlightLimit {
       throw unavailable("the server is at its limit of " + max + " requests in flight; retry shortly");
     }
     ctx.attribute(ADMITTED, Boolean.TRUE);
+    if (!ctx.path().startsWith("/v1/")) {
+      enterForAddress(ctx, ClientAddress.of(ctx));
+    }
+  }
+
+  /** A request without a key: 429 if its client address has {@code maxPerKey} requests in flight already. */
+  private void enterForAddress(Context ctx, String address) {
+    boolean[] admitted = {false};
+    byAddress.compute(address, (a, n) -> {
+      int held = n == null ? 0 : n;
+      admitted[0] = held < maxPerKey;
+      return admitted[0] ? held + 1 : n;
+    });
+    if (!admitted[0]) {
+      throw new ApiException(429, "rate_limited", "this client address has " + maxPerKey
+          + " requests in flight already; send more once some have been answered", null, Map.of("Retry-After", "1"));
+    }
+    ctx.attribute(ADDRESS_ADMITTED, address);
   }
 
   /**
@@ -83,6 +105,11 @@ public final class InFlightLimit {
     if (count != null) {
       ctx.attribute(KEY_ADMITTED, null);
       count.decrementAndGet();
+    }
+    String address = ctx.attribute(ADDRESS_ADMITTED);
+    if (address != null) {
+      ctx.attribute(ADDRESS_ADMITTED, null);
+      byAddress.computeIfPresent(address, (a, n) -> n <= 1 ? null : n - 1);
     }
   }
 

@@ -4,8 +4,8 @@ import io.javalin.http.Context;
 import java.util.Map;
 
 /**
- * Runway's two limits: requests per API key, and failed authentications per client address (so
- * nobody can guess keys quickly). The address limit refuses only failing attempts: a valid key is
+ * Runway's two limits: requests per API key, and failed authentications per client address (an
+ * IPv6 client: its /64, see ClientAddress), so nobody can guess keys quickly. The address limit refuses only failing attempts: a valid key is
  * never refused for what other clients behind the same address (a load balancer, a NAT) did wrong.
  * Every response carries the RateLimit-* headers of the limit that applies to it: the key's once it
  * is known, else the address's.
@@ -23,7 +23,7 @@ public final class RateLimits {
   /** Before every request: the address's headers (the key's replace them once it is known). */
   public void addressHeaders(Context ctx) {
     if (authFailures != null) {
-      headers(ctx, authFailures.peek(ctx.ip()));
+      headers(ctx, authFailures.peek(ClientAddress.of(ctx)));
     }
   }
 
@@ -35,7 +35,7 @@ public final class RateLimits {
     if (authFailures == null) {
       throw refusal;
     }
-    RateLimiter.Quota q = authFailures.take(ctx.ip());
+    RateLimiter.Quota q = authFailures.take(ClientAddress.of(ctx));
     headers(ctx, q);
     if (!q.allowed()) {
       throw limited(q, "too many failed authentications from this address");

@@ -47,4 +47,23 @@ class AccountsCommandTest {
       assertTrue(browser.get("/console/keys").body().contains(api.workspace));
     });
   }
+
+  @BothDatabases
+  void setup_code_prints_a_new_code_that_takes_the_workspace_once(Api api) {
+    ByteArrayOutputStream out = new ByteArrayOutputStream();
+    assertEquals(0, accounts(api, "", out, "setup-code", "--workspace", api.workspace));
+    String code = out.toString(StandardCharsets.UTF_8).strip();
+    assertTrue(code.matches("[A-Za-z0-9_-]{20}"), code);
+    assertEquals(1, accounts(api, "", new ByteArrayOutputStream(), "setup-code", "--workspace", "no-such-ws"));
+    String email = "first-" + UUID.randomUUID().toString().substring(0, 8) + "@example.com";
+    api.test(http -> {
+      Browser browser = new Browser(http.origin());
+      browser.get("/console/signup");
+      assertEquals(303, browser.post("/console/signup", "email", email, "password", "first password 123",
+          "setup_code", code).status());
+      browser.get("/console/signin");
+      assertEquals(303, browser.post("/console/signin", "email", email, "password", "first password 123").status());
+      assertTrue(browser.get("/console/keys").body().contains(api.workspace));
+    });
+  }
 }

@@ -89,6 +89,10 @@ class ConsoleBrowserTest {
         driver.findElement(By.id("password")).sendKeys("a long and uncommon passphrase");
         screenshot(driver, "signup");
         driver.findElement(By.cssSelector("form[action='/console/signup'] button[type=submit]")).click();
+        wait.until(ExpectedConditions.urlContains("/console/signin"));
+        driver.findElement(By.id("email")).sendKeys(email);
+        driver.findElement(By.id("password")).sendKeys("a long and uncommon passphrase");
+        driver.findElement(By.cssSelector("form[action='/console/signin'] button[type=submit]")).click();
         wait.until(ExpectedConditions.urlContains("/console/keys"));
         assertTrue(driver.findElement(By.cssSelector(".who")).getText().contains(email));
 

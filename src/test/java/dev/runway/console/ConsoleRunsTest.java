@@ -23,9 +23,11 @@ class ConsoleRunsTest {
     String code = api.services().accounts().newSetupCode(api.workspace);
     Browser browser = new Browser(http.origin());
     browser.get("/console/signup");
-    Browser.Page done = browser.post("/console/signup", "email", "owner-" + UUID.randomUUID().toString().substring(0, 8)
-        + "@example.com", "password", PASSWORD, "setup_code", code);
+    String email = "owner-" + UUID.randomUUID().toString().substring(0, 8) + "@example.com";
+    Browser.Page done = browser.post("/console/signup", "email", email, "password", PASSWORD, "setup_code", code);
     assertEquals(303, done.status(), done::toString);
+    browser.get("/console/signin");
+    assertEquals(303, browser.post("/console/signin", "email", email, "password", PASSWORD).status());
     return browser;
   }
 
@@ -126,9 +128,7 @@ class ConsoleRunsTest {
     api.test(http -> {
       String theirs = start(http, "gated", "demo");
       Browser stranger = new Browser(http.origin());
-      stranger.get("/console/signup");
-      assertEquals(303, stranger.post("/console/signup", "email", "x-" + UUID.randomUUID().toString().substring(0, 8)
-          + "@example.com", "password", PASSWORD).status());
+      ConsoleTest.signUp(stranger);
       assertFalse(stranger.get("/console/runs").body().contains(theirs));
       assertEquals(404, stranger.get("/console/runs/" + theirs).status());
       stranger.get("/console/runs");

@@ -30,13 +30,17 @@ class ConsoleTest {
     return "dev-" + UUID.randomUUID().toString().substring(0, 8) + "@example.com";
   }
 
-  /** Signs up a new account in the browser; returns its email. */
-  private static String signUp(Browser browser) {
+  /** Signs up a new account in the browser and signs in with it; returns its email. */
+  static String signUp(Browser browser) {
     String email = email();
     assertEquals(200, browser.get("/console/signup").status());
     Browser.Page done = browser.post("/console/signup", "email", email, "password", PASSWORD);
     assertEquals(303, done.status(), done::toString);
-    assertEquals("/console/keys", done.header("Location"));
+    assertEquals("/console/signin?notice=signed-up", done.header("Location"));
+    assertEquals(200, browser.get(done.header("Location")).status());
+    Browser.Page in = browser.post("/console/signin", "email", email, "password", PASSWORD);
+    assertEquals(303, in.status(), in::toString);
+    assertEquals("/console/keys", in.header("Location"));
     return email;
   }
 
@@ -91,6 +95,10 @@ class ConsoleTest {
       String email = "New.Person+" + UUID.randomUUID().toString().substring(0, 6) + "@Example.com";
       Browser.Page done = browser.post("/console/signup", "email", email, "password", PASSWORD);
       assertEquals(303, done.status(), done::toString);
+      assertEquals("/console/signin?notice=signed-up", done.header("Location"), "signed in only by signing in");
+      Browser.Page signin = browser.get(done.header("Location"));
+      assertTrue(signin.body().contains("If this email had no account, it has one now"), signin::toString);
+      assertEquals(303, browser.post("/console/signin", "email", email, "password", PASSWORD).status());
       assertNotEquals(visitor, browser.cookie("runway_session"), "a new session id at sign-in");
 
       Map<String, Object> stored = account(api, email.toLowerCase());
@@ -113,7 +121,7 @@ class ConsoleTest {
   }
 
   @BothDatabases
-  void sign_up_refuses_short_and_common_passwords_bad_emails_and_a_taken_email(Api api) {
+  void sign_up_refuses_short_and_common_passwords_and_bad_emails(Api api) {
     api.test(http -> {
       Browser browser = new Browser(http.origin());
       browser.get("/console/signup");
@@ -128,13 +136,36 @@ class ConsoleTest {
       assertTrue(badEmail.body().contains("like name@example.com"));
       assertTrue(badEmail.body().contains("value=\"not an email\""), "what was typed stays");
       assertFalse(badEmail.body().contains(PASSWORD), "the password is never sent back");
+    });
+  }
 
-      String email = signUp(browser);
+  /** Sign-up tells no one which emails have accounts: a known one gets the new one's answer, and nothing is made. */
+  @BothDatabases
+  void sign_up_with_a_known_email_answers_as_for_a_new_one_and_makes_nothing(Api api) {
+    String code = api.services().accounts().newSetupCode(api.workspace);
+    api.test(http -> {
+      String email = signUp(new Browser(http.origin()));
+      Map<String, Object> before = account(api, email);
+      int workspaces = api.jdbi().withHandle(h -> h.createQuery("SELECT COUNT(*) FROM workspace")
+          .mapTo(Integer.class).one());
+
       Browser other = new Browser(http.origin());
       other.get("/console/signup");
-      Browser.Page taken = other.post("/console/signup", "email", email.toUpperCase(), "password", PASSWORD);
-      assertEquals(409, taken.status());
-      assertTrue(taken.body().contains("exists already"));
+      Browser.Page taken = other.post("/console/signup", "email", email.toUpperCase(), "password", PASSWORD + " other",
+          "setup_code", code);
+      Browser.Page fresh = other.post("/console/signup", "email", email(), "password", PASSWORD);
+      assertEquals(303, taken.status(), taken::toString);
+      assertEquals(fresh.status(), taken.status());
+      assertEquals(fresh.header("Location"), taken.header("Location"));
+      assertEquals(fresh.all("Set-Cookie"), taken.all("Set-Cookie"), "neither signs in");
+      assertEquals(fresh.body(), taken.body());
+
+      assertEquals(before, account(api, email), "the account is as it was (its password too)");
+      assertEquals(workspaces + 1, api.jdbi().withHandle(h -> h.createQuery("SELECT COUNT(*) FROM workspace")
+          .mapTo(Integer.class).one()).intValue(), "a workspace for the new email only");
+      assertEquals(1, api.jdbi().withHandle(h -> h.createQuery("SELECT COUNT(*) FROM console_setup_code WHERE "
+          + "workspace_id = :w").bind("w", api.workspace).mapTo(Integer.class).one()).intValue(), "the code is not used");
+      assertEquals(401, other.post("/console/signin", "email", email, "password", PASSWORD + " other").status());
     });
   }
 
@@ -158,7 +189,7 @@ class ConsoleTest {
   }
 
   @BothDatabases
-  void failed_sign_ins_in_a_row_lock_the_account_for_a_while(Api api) {
+  void failed_sign_ins_in_a_row_lock_the_account_for_a_while_from_that_address_only(Api api) {
     api.testWithServices(s -> s.with("console.lockout_failures", "3"), http -> {
       String email = signUp(new Browser(http.origin()));
       Browser browser = new Browser(http.origin());
@@ -169,10 +200,45 @@ class ConsoleTest {
       Browser.Page locked = browser.post("/console/signin", "email", email, "password", PASSWORD);
       assertEquals(429, locked.status(), locked::toString);
       assertTrue(locked.body().contains("Too many failed sign-ins. Try again in 15 minutes."), locked::toString);
-      assertNotNull(account(api, email).get("locked_until"));
+      String accountId = (String) account(api, email).get("id");
+      Map<String, Object> failures = api.jdbi().withHandle(h -> h.createQuery(
+          "SELECT client, failures, locked_until FROM console_signin_failure WHERE account_id = :a")
+          .bind("a", accountId).mapToMap().one());
+      assertEquals("127.0.0.1", failures.get("client"));
+      assertNotNull(failures.get("locked_until"));
+
+      // Its owner, from another address (127.0.0.2 is this machine too), still signs in.
+      Browser.Page owner = RawForms.post(http.origin(), "127.0.0.2", "/console/signin", browser.cookie("runway_session"),
+          "csrf=" + browser.csrf() + "&email=" + email + "&password=" + PASSWORD.replace(' ', '+'));
+      assertEquals(303, owner.status(), owner::toString);
+      assertEquals("/console/keys", owner.header("Location"));
+      browser.get("/console/signin"); // a new visitor session: signing in ended the one the owner used
+      assertEquals(429, browser.post("/console/signin", "email", email, "password", PASSWORD).status(),
+          "still locked for the address that failed");
       // The command line's reset lifts it.
       api.services().accounts().resetPassword(email, PASSWORD + "!");
       assertEquals(303, browser.post("/console/signin", "email", email, "password", PASSWORD + "!").status());
+    });
+  }
+
+  /** An email without an account locks out as one with an account does: a 429 tells nothing either. */
+  @BothDatabases
+  void a_lock_out_tells_nothing_about_whether_an_email_has_an_account(Api api) {
+    api.testWithServices(s -> s.with("console.lockout_failures", "3"), http -> {
+      String known = signUp(new Browser(http.origin()));
+      String unknown = email();
+      Browser browser = new Browser(http.origin());
+      browser.get("/console/signin");
+      for (String email : new String[] {known, unknown}) {
+        for (int i = 0; i < 3; i++) {
+          assertEquals(401, browser.post("/console/signin", "email", email, "password", "wrong password 123").status());
+        }
+      }
+      Browser.Page knownLocked = browser.post("/console/signin", "email", known, "password", "wrong password 123");
+      Browser.Page unknownLocked = browser.post("/console/signin", "email", unknown, "password", "wrong password 123");
+      assertEquals(429, knownLocked.status());
+      assertEquals(429, unknownLocked.status(), unknownLocked::toString);
+      assertEquals(knownLocked.body().replace(known, "EMAIL"), unknownLocked.body().replace(unknown, "EMAIL"));
     });
   }
 
@@ -389,6 +455,26 @@ class ConsoleTest {
       second.get("/console/signup");
       assertEquals(400, second.post("/console/signup", "email", email(), "password", PASSWORD, "setup_code", code)
           .status(), "used once");
+    });
+  }
+
+  @BothDatabases
+  void a_setup_code_expires_24_hours_after_it_is_made_and_the_command_line_makes_a_new_one(Api api) {
+    String code = api.services().accounts().newSetupCode(api.workspace);
+    api.jdbi().useHandle(h -> h.createUpdate("UPDATE console_setup_code SET created_at = :t WHERE workspace_id = :w")
+        .bind("t", java.time.Instant.now().minus(java.time.Duration.ofHours(24)).minusSeconds(5))
+        .bind("w", api.workspace).execute());
+    api.test(http -> {
+      Browser browser = new Browser(http.origin());
+      browser.get("/console/signup");
+      Browser.Page old = browser.post("/console/signup", "email", email(), "password", PASSWORD, "setup_code", code);
+      assertEquals(400, old.status(), old::toString);
+      assertTrue(old.body().contains("more than 24 hours old"), old::toString);
+      String fresh = api.services().accounts().newSetupCode(api.workspace);
+      String email = email();
+      assertEquals(303, browser.post("/console/signup", "email", email, "password", PASSWORD, "setup_code", fresh)
+          .status());
+      assertEquals(api.workspace, account(api, email).get("workspace_id"));
     });
   }
 }
