@@ -1,10 +1,12 @@
 package dev.runway.agent;
 
-import dev.runway.auth.WorkspaceDao;
 import dev.runway.core.Json;
 import dev.runway.core.Time;
 import dev.runway.db.SqlErrors;
 import dev.runway.http.ApiException;
+import dev.runway.quota.Quota;
+import dev.runway.quota.QuotaDao;
+import dev.runway.quota.Quotas;
 import java.time.Instant;
 import java.util.List;
 import java.util.Optional;
@@ -13,9 +15,11 @@ import org.jdbi.v3.core.Jdbi;
 /** Creates, replaces, reads and archives agent definitions within a workspace. */
 public final class AgentService {
   private final Jdbi jdbi;
+  private final Quotas quotas;
 
-  public AgentService(Jdbi jdbi) {
+  public AgentService(Jdbi jdbi, Quotas quotas) {
     this.jdbi = jdbi;
+    this.quotas = quotas;
   }
 
   /** The outcome of a put: the stored agent and whether it was new. */
@@ -26,9 +30,12 @@ public final class AgentService {
     // Two first puts of one id race to insert; the loser retries and finds the winner's row.
     return SqlErrors.retryOnUniqueViolation(() -> jdbi.inTransaction(h -> {
       Instant now = Time.now();
-      h.attach(WorkspaceDao.class).ensure(workspaceId, now);
+      quotas.lock(h, workspaceId, now); // the workspace made if new, then locked
       AgentDao dao = h.attach(AgentDao.class);
       Optional<Agent> existing = dao.findForUpdate(workspaceId, id);
+      if (existing.isEmpty() || existing.get().archived()) { // a new or restored agent counts
+        quotas.check(Quota.AGENTS, workspaceId, h.attach(QuotaDao.class).agents(workspaceId));
+      }
       Agent agent = new Agent(workspaceId, id, definition.name(), definition.description(),
           Json.string(definition.toJson()), existing.map(Agent::createdAt).orElse(now), now, null);
       if (existing.isEmpty()) {

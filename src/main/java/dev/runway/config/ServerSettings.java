@@ -48,7 +48,8 @@ public record ServerSettings(
     WebhookSettings webhooks,
     StreamSettings streams,
     ConsoleSettings console,
-    MetricsSettings metrics) {
+    MetricsSettings metrics,
+    java.util.Map<dev.runway.quota.Quota, Integer> quotas) {
 
   public static ServerSettings from(Settings s) {
     String url = s.string("db.url");
@@ -99,7 +100,8 @@ public record ServerSettings(
         WebhookSettings.from(s),
         StreamSettings.from(s),
         ConsoleSettings.from(s),
-        MetricsSettings.from(s));
+        MetricsSettings.from(s),
+        dev.runway.quota.Quotas.limits(s));
   }
 
   private static boolean isKey(String base64) {
