@@ -48,7 +48,7 @@ public record Services(Database database, ApiKeyService keys, WorkflowService wo
         agents,
         idempotency,
         new CrmService(database.jdbi(), database.committer(), runs, idempotency,
-            settings.crm().changesRetention(), metrics, !database.isSingleProcess()),
+            settings.crm().changesRetention(), metrics, !database.isSingleProcess(), quotas),
         new WebhookService(database.jdbi(), database.committer(), secrets::box, settings.webhooks(), metrics, quotas),
         new AccountService(database.jdbi(), settings.console()),
         new SessionService(database.jdbi(), settings.console()),

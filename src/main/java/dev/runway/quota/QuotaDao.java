@@ -18,4 +18,7 @@ public interface QuotaDao {
 
   @SqlQuery("SELECT COUNT(*) FROM secret WHERE workspace_id = :ws")
   long secrets(String ws);
+
+  @SqlQuery("SELECT COALESCE(SUM(live_records), 0) FROM crm_object_type WHERE workspace_id = :ws")
+  long crmRecords(String ws);
 }

@@ -80,6 +80,16 @@ public final class Quotas {
     }
   }
 
+  /** Refuses a write that would take the workspace from {@code count} past its limit by adding {@code adding}. */
+  public void checkAdding(Quota quota, String workspaceId, long count, long adding) {
+    long limit = limit(quota);
+    if (limit > 0 && count + adding > limit) {
+      throw new QuotaExceeded(quota, limit, "workspace '" + workspaceId + "' has " + count + " "
+          + quota.wireName().replace('_', ' ') + "; " + adding + " more would pass its quota of " + limit + " ("
+          + quota.setting() + ")", Map.of());
+    }
+  }
+
   /**
    * Refuses one more of {@code quota} held open at once (event streams) when {@code open} is its
    * limit: 429 with Retry-After, since closing one makes room.
