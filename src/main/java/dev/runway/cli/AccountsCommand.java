@@ -13,22 +13,31 @@ import java.util.Map;
 import java.util.Set;
 
 /**
- * {@code accounts create|reset-password}: console accounts from the command line (with
- * console.signup=closed, the only way). The password is never an argument (it would show in the
+ * {@code accounts create|reset-password|invite}: console accounts from the command line (with
+ * console.signup=closed, the only way; with console.signup=invite, invitations). The password is never an argument (it would show in the
  * process list and the shell's history): it is asked for, or read as the first line of stdin.
  */
 public final class AccountsCommand {
   public static final String USAGE = """
       usage: runway accounts create --email E [--workspace W]   (workspace: default)
              runway accounts reset-password --email E             (ends the account's sessions)
+             runway accounts invite [--workspace W] [--days D]    (a one-use invitation, valid D days, default 7;
+                                                                   without W the account gets a workspace of its own)
       the password is asked for, or read as the first line of stdin: echo "$PASSWORD" | runway accounts create ...""";
 
   private final AccountService accounts;
   private final PrintStream out;
   private final BufferedReader in;
   private final Console console;
+  private final String consoleUrl;
 
   public AccountsCommand(AccountService accounts, PrintStream out, BufferedReader in, Console console) {
+    this(accounts, out, in, console, "http://127.0.0.1:8080");
+  }
+
+  /** {@code baseUrl}: where the server is reached (http://host:port), for the link an invitation prints. */
+  public AccountsCommand(AccountService accounts, PrintStream out, BufferedReader in, Console console, String baseUrl) {
+    this.consoleUrl = baseUrl + "/console";
     this.accounts = accounts;
     this.out = out;
     this.in = in;
@@ -38,7 +47,7 @@ public final class AccountsCommand {
   /** Runs the command; returns the exit code. Usage errors throw IllegalArgumentException. */
   public int run(List<String> args) {
     if (args.isEmpty()) {
-      throw new IllegalArgumentException("accounts needs a command: create or reset-password");
+      throw new IllegalArgumentException("accounts needs a command: create, reset-password or invite");
     }
     List<String> rest = args.subList(1, args.size());
     try {
@@ -55,6 +64,22 @@ public final class AccountsCommand {
           accounts.resetPassword(email, password());
           out.println("set a new password for " + email.strip().toLowerCase(java.util.Locale.ROOT)
               + "; its sessions have ended");
+        }
+        case "invite" -> {
+          Map<String, String> options = KeysCommand.options(rest, Set.of("workspace", "days"));
+          int days;
+          try {
+            days = Integer.parseInt(options.getOrDefault("days", "7"));
+          } catch (NumberFormatException e) {
+            days = 0;
+          }
+          if (days < 1 || days > 365) {
+            throw new IllegalArgumentException("--days must be a whole number from 1 to 365");
+          }
+          String code = accounts.invite(options.get("workspace"), java.time.Duration.ofDays(days));
+          out.println(code);
+          out.println("one use, valid " + days + (days == 1 ? " day" : " days") + "; the sign-up link: "
+              + consoleUrl + "/signup?code=" + code);
         }
         default -> throw new IllegalArgumentException("unknown accounts command '" + args.get(0) + "'");
       }

@@ -56,8 +56,43 @@ public final class AccountService {
    * start, usable once), the account takes the workspace that code was made for instead.
    */
   public Account signUp(String email, String password, String setupCode) {
-    String claimed = setupCode == null || setupCode.isBlank() ? null : claimableWorkspace(setupCode.strip());
+    return signUp(email, password, setupCode, false);
+  }
+
+  /**
+   * Like {@link #signUp(String, String, String)}, where {@code code} may also be an invitation
+   * (from {@link #invite}): the account then goes where the invitation says. With
+   * {@code invitationNeeded} (console.signup=invite) a sign-up without a valid code is refused.
+   */
+  public Account signUp(String email, String password, String code, boolean invitationNeeded) {
+    String given = code == null || code.isBlank() ? null : code.strip();
+    if (given == null && invitationNeeded) {
+      throw new ConsoleException(400, "setup_code",
+          "Sign-up on this server is by invitation: enter the invitation code you were given.");
+    }
+    Optional<Invitation> invitation = given == null ? Optional.empty() : invitation(given);
+    String claimed = given == null || invitation.isPresent() ? null
+        : given.startsWith("inv_") || invitationNeeded ? claimableWorkspaceOrNull(given) : claimableWorkspace(given);
+    if (given != null && invitation.isEmpty() && claimed == null) {
+      throw new ConsoleException(400, "setup_code",
+          "This invitation is not valid: it may have been used already or have expired. Ask for a new one.");
+    }
     return insert(email, password, (h, now) -> {
+      if (invitation.isPresent()) {
+        // Used once: its row goes in the account's transaction; a second use finds none.
+        if (h.createUpdate("DELETE FROM console_invitation WHERE code_hash = :hash AND expires_at > :now")
+            .bind("hash", Sha256.hex(given)).bind("now", now).execute() != 1) {
+          throw new ConsoleException(400, "setup_code", "This invitation has been used already or has expired.");
+        }
+        String workspace = invitation.get().workspaceId();
+        if (workspace == null) {
+          workspace = newWorkspaceId(email.strip().toLowerCase(Locale.ROOT));
+          h.attach(WorkspaceDao.class).insert(workspace, now);
+        } else {
+          h.attach(WorkspaceDao.class).ensure(workspace, now);
+        }
+        return workspace;
+      }
       if (claimed == null) {
         String workspace = newWorkspaceId(email.strip().toLowerCase(Locale.ROOT));
         h.attach(WorkspaceDao.class).insert(workspace, now);
@@ -69,6 +104,42 @@ public final class AccountService {
       }
       return claimed;
     });
+  }
+
+  /** An unused invitation: the workspace it signs up into (null: a new one of the account's own). */
+  private record Invitation(String workspaceId) {}
+
+  /**
+   * A one-use invitation (console.signup=invite) valid for {@code validFor}: the person who signs
+   * up with it gets an account in {@code workspaceId} (made if new), or with null a workspace of
+   * their own. Only its hash is stored; invitations past their time are dropped here.
+   */
+  public String invite(String workspaceId, java.time.Duration validFor) {
+    if (workspaceId != null && !Slugs.isSlug(workspaceId)) {
+      throw new ConsoleException(400, "workspace", "the workspace must be a slug: " + Slugs.RULE);
+    }
+    byte[] bytes = new byte[20];
+    RANDOM.nextBytes(bytes);
+    String code = "inv_" + java.util.Base64.getUrlEncoder().withoutPadding().encodeToString(bytes);
+    Instant now = Time.now();
+    jdbi.useTransaction(h -> {
+      h.createUpdate("DELETE FROM console_invitation WHERE expires_at <= :now").bind("now", now).execute();
+      h.createUpdate("INSERT INTO console_invitation (code_hash, workspace_id, created_at, expires_at) "
+          + "VALUES (:hash, :ws, :now, :expires)").bind("hash", Sha256.hex(code)).bind("ws", workspaceId)
+          .bind("now", now).bind("expires", now.plus(validFor)).execute();
+    });
+    return code;
+  }
+
+  /** The invitation with this code, if unused and not expired (looked up by the code's hash). */
+  private Optional<Invitation> invitation(String code) {
+    if (!code.startsWith("inv_")) {
+      return Optional.empty();
+    }
+    Instant now = Time.now();
+    return jdbi.withHandle(h -> h.createQuery(
+            "SELECT workspace_id FROM console_invitation WHERE code_hash = :hash AND expires_at > :now")
+        .bind("hash", Sha256.hex(code)).bind("now", now).map((rs, c) -> new Invitation(rs.getString(1))).findOne());
   }
 
   /**
@@ -162,6 +233,14 @@ public final class AccountService {
           .bind("ws", workspaceId).bind("hash", Sha256.hex(code)).bind("at", Time.now()).execute();
     });
     return code;
+  }
+
+  private String claimableWorkspaceOrNull(String code) {
+    try {
+      return claimableWorkspace(code);
+    } catch (ConsoleException e) {
+      return null;
+    }
   }
 
   private String claimableWorkspace(String code) {

@@ -6,6 +6,7 @@ import dev.runway.auth.Scope;
 import dev.runway.core.Slugs;
 import dev.runway.core.Time;
 import dev.runway.http.RateLimiter;
+import dev.runway.quota.QuotaExceeded;
 import gg.jte.ContentType;
 import gg.jte.TemplateEngine;
 import gg.jte.output.StringOutput;
@@ -142,7 +143,10 @@ public final class ConsoleRoutes {
       signupClosed(ctx, visitor);
       return;
     }
-    render(ctx, 200, "signup.jte", "frame", frame("Sign up", visitor), "form", form(null, null, null, null));
+    // An invitation link carries its code (?code=): shown in the form, if it looks like one.
+    String code = ctx.queryParam("code");
+    render(ctx, 200, "signup.jte", "frame", frame("Sign up", visitor), "form",
+        form(null, null, null, code != null && code.matches("[A-Za-z0-9_-]{1,100}") ? code : null));
   }
 
   /** POST /console/signup */
@@ -159,7 +163,8 @@ public final class ConsoleRoutes {
     String setupCode = ctx.formParam("setup_code");
     try {
       limit(ctx, perAddress, ctx.ip());
-      Account account = accounts.signUp(email, ctx.formParam("password"), setupCode);
+      Account account = accounts.signUp(email, ctx.formParam("password"), setupCode,
+          settings.signup() == ConsoleSettings.Signup.INVITE);
       startSignedIn(ctx, session.get(), account);
     } catch (ConsoleException e) {
       render(ctx, e.status(), "signup.jte", "frame", frame("Sign up", session.get()),
@@ -240,6 +245,9 @@ public final class ConsoleRoutes {
       render(ctx, 201, "key_created.jte", "frame", frame("New key", signed.get(), "keys"), "page", page);
     } catch (ConsoleException e) {
       renderKeys(ctx, e.status(), signed.get(), scopeNames, name, projectsText, expiry, e.getMessage(), e.field(), null);
+    } catch (QuotaExceeded e) {
+      renderKeys(ctx, 403, signed.get(), scopeNames, name, projectsText, expiry, "This workspace has "
+          + e.extensions().get("limit") + " active keys, the most it may have: revoke one first.", "name", null);
     }
   }
 
@@ -382,7 +390,8 @@ public final class ConsoleRoutes {
   }
 
   private Views.Form form(String error, String field, String email, String setupCode) {
-    return new Views.Form(error, field, email, setupCode, settings.signupOpen());
+    return new Views.Form(error, field, email, setupCode, settings.signupOpen(),
+        settings.signup() == ConsoleSettings.Signup.INVITE);
   }
 
   private Optional<ApiKey> keyOf(Signed signed, String keyId) {
@@ -419,7 +428,8 @@ public final class ConsoleRoutes {
 
   private void signupClosed(Context ctx, ConsoleSession session) {
     message(ctx, 403, frame("Sign-up closed", session), new Views.Message("Sign-up is closed",
-        "Accounts on this server are made by its operator (./run.sh accounts create). Ask them for one.",
+        "Accounts on this server are made by its operator (./run.sh accounts create or accounts invite). "
+        + "Ask them for one.",
         "/console/signin", "Sign in"));
   }
 

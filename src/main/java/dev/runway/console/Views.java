@@ -31,7 +31,8 @@ public final class Views {
   }
 
   /** The sign-in and sign-up forms: the message, the field it is about, what was typed (never the password). */
-  public record Form(String error, String field, String email, String setupCode, boolean signupOpen) {}
+  public record Form(String error, String field, String email, String setupCode, boolean signupOpen,
+      boolean byInvitation) {}
 
   /** One scope's checkbox. */
   public record ScopeOption(String name, String description, boolean checked) {}
