@@ -166,8 +166,12 @@ public final class CrmService {
       return false;
     }
     String ws = caller.workspaceId();
+    QuotaDao counts = tx.dao(QuotaDao.class);
     if (plan.liveDelta() > 0) { // counted under the workspace's lock the committer holds: exact
-      quotas.checkAdding(Quota.CRM_RECORDS, ws, tx.dao(QuotaDao.class).crmRecords(ws), plan.liveDelta());
+      quotas.checkAdding(Quota.CRM_RECORDS, ws, counts.crmRecords(ws), plan.liveDelta());
+    }
+    if (plan.liveCharsDelta > 0) {
+      quotas.checkAddingMegabytes(Quota.CRM_MEGABYTES, ws, counts.crmChars(ws), plan.liveCharsDelta);
     }
     if (!CrmDao.addToCounts(tx.connection(), ws, type, plan.liveDelta(), plan.tombstoneDelta(), now)) {
       CrmDao dao = tx.dao(CrmDao.class);
@@ -176,6 +180,9 @@ public final class CrmService {
             + " object types already, the most it may have (crm.max_object_types)", "object_type");
       }
       dao.insertObjectType(ws, type, plan.liveDelta(), plan.tombstoneDelta(), now);
+    }
+    if (plan.liveCharsDelta != 0) {
+      counts.addCrmChars(ws, type, plan.liveCharsDelta);
     }
     CrmDao.write(tx, plan.writes);
     tx.outbox().publish(tx, ws, Ids.newId("evt", now.toEpochMilli()), CHANGED_EVENT, now, () -> changedData(type, plan));

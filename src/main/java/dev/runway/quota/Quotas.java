@@ -90,6 +90,16 @@ public final class Quotas {
     }
   }
 
+  /** Like {@link #checkAdding} for a quota in megabytes (10^6) over a count of characters. */
+  public void checkAddingMegabytes(Quota quota, String workspaceId, long chars, long adding) {
+    long limit = limit(quota);
+    if (limit > 0 && chars + adding > limit * 1_000_000L) {
+      throw new QuotaExceeded(quota, limit, "workspace '" + workspaceId + "' holds " + (chars + 999_999) / 1_000_000
+          + " MB; " + adding + " more characters would pass its quota of " + limit + " MB (" + quota.setting() + ")",
+          Map.of());
+    }
+  }
+
   /**
    * Refuses one more of {@code quota} held open at once (event streams) when {@code open} is its
    * limit: 429 with Retry-After, since closing one makes room.

@@ -12,6 +12,7 @@ import dev.runway.cli.KeysCommand;
 import dev.runway.http.ApiException;
 import dev.runway.support.Api;
 import dev.runway.support.BothDatabases;
+import dev.runway.support.Browser;
 import dev.runway.support.Http;
 import dev.runway.support.SseClient;
 import java.io.ByteArrayOutputStream;
@@ -67,6 +68,28 @@ class QuotasTest {
   }
 
   @BothDatabases
+  void a_key_past_the_quota_made_in_the_console_is_a_clear_page_and_not_stored(Api api) {
+    api.testWithServices(s -> s.with("quotas.keys_per_workspace", "1"), http -> {
+      Browser browser = new Browser(http.origin());
+      browser.get("/console/signup");
+      String email = "q-" + java.util.UUID.randomUUID().toString().substring(0, 8) + "@example.com";
+      assertEquals(303, browser.post("/console/signup", "email", email, "password", "correct horse battery staple 7")
+          .status());
+      browser.get("/console/keys");
+      assertEquals(201, browser.post("/console/keys", "name", "first", "expiry", "never", "scope", "runs:read").status());
+      browser.get("/console/keys");
+      Browser.Page refused = browser.post("/console/keys", "name", "second", "expiry", "never", "scope", "runs:read");
+      assertEquals(403, refused.status(), refused::toString);
+      assertTrue(refused.body().contains("revoke one first"), refused::toString);
+      String workspace = api.jdbi().withHandle(h -> h.createQuery("SELECT workspace_id FROM account WHERE email = :e")
+          .bind("e", email).mapTo(String.class).one());
+      int keys = api.jdbi().withHandle(h -> h.createQuery("SELECT COUNT(*) FROM api_key WHERE workspace_id = :ws")
+          .bind("ws", workspace).mapTo(Integer.class).one());
+      assertEquals(1, keys);
+    });
+  }
+
+  @BothDatabases
   void webhook_endpoints_past_the_quota_are_403_and_not_stored(Api api) {
     api.testWithServices(s -> s.with("quotas.webhook_endpoints_per_workspace", "2"), http -> {
       String body = "{\"url\":\"https://example.com/hook\",\"event_types\":[\"run.succeeded\"]}";
@@ -113,6 +136,40 @@ class QuotasTest {
       assertEquals(200, http.put("/v1/secrets/ONE", "{\"value\":\"y\"}").status());
       assertEquals(1, count(api, "SELECT COUNT(*) FROM secret WHERE workspace_id = :ws"));
     });
+  }
+
+  @BothDatabases
+  void concurrent_creates_stop_exactly_at_the_quota(Api api) throws Exception {
+    Services own = api.servicesWith(s -> s.with("quotas.secrets_per_workspace", "3")
+        .with("quotas.keys_per_workspace", "4"));
+    java.util.concurrent.ExecutorService pool = java.util.concurrent.Executors.newFixedThreadPool(8);
+    try {
+      List<java.util.concurrent.Future<?>> done = new java.util.ArrayList<>();
+      for (int i = 0; i < 16; i++) {
+        String name = "S" + i;
+        done.add(pool.submit(() -> {
+          try {
+            own.secrets().put(api.workspace, name, "v");
+          } catch (QuotaExceeded expected) {
+            // past the quota
+          }
+        }));
+        done.add(pool.submit(() -> {
+          try {
+            own.keys().create(api.workspace, name, List.of(Scope.RUNS_READ), null, null);
+          } catch (QuotaExceeded expected) {
+            // past the quota
+          }
+        }));
+      }
+      for (java.util.concurrent.Future<?> f : done) {
+        f.get(60, java.util.concurrent.TimeUnit.SECONDS);
+      }
+    } finally {
+      pool.shutdownNow();
+    }
+    assertEquals(3, count(api, "SELECT COUNT(*) FROM secret WHERE workspace_id = :ws"));
+    assertEquals(4, count(api, "SELECT COUNT(*) FROM api_key WHERE workspace_id = :ws"));
   }
 
   @BothDatabases
@@ -163,6 +220,25 @@ class QuotasTest {
       assertEquals(200, http.post(sync, "{\"records\":[" + record("a") + "," + record("c") + "]}").status(),
           "an update and one more record fit");
       assertEquals(3, count(api, "SELECT COUNT(*) FROM crm_record WHERE workspace_id = :ws"));
+    });
+  }
+
+  @BothDatabases
+  void a_sync_past_the_crm_megabytes_quota_is_refused_whole_and_deletes_make_room(Api api) {
+    api.testWithServices(s -> s.with("quotas.crm_megabytes_per_workspace", "1"), http -> {
+      String sync = "/v1/crm/contacts/records/sync";
+      String chars = "SELECT SUM(live_chars) FROM crm_object_type WHERE workspace_id = :ws";
+      String stored = "SELECT SUM(LENGTH(properties)) FROM crm_record WHERE workspace_id = :ws AND deleted = FALSE";
+      assertEquals(200, http.post(sync, "{\"records\":[" + record("a") + "," + record("bb") + "]}").status());
+      assertEquals(count(api, stored), count(api, chars), "kept as the records are written");
+      // A workspace 5 characters short of its megabyte:
+      api.jdbi().useHandle(h -> h.createUpdate("UPDATE crm_object_type SET live_chars = 999995 WHERE workspace_id = :ws")
+          .bind("ws", api.workspace).execute());
+      assertQuota(http.post(sync, "{\"records\":[" + record("c") + "]}"), 403, "crm_megabytes", 1);
+      assertEquals(2, count(api, "SELECT COUNT(*) FROM crm_record WHERE workspace_id = :ws"));
+      assertEquals(200, http.delete("/v1/crm/contacts/records/bb").status());
+      assertEquals(999995 - "{\"n\":\"bb\"}".length(), count(api, chars));
+      assertEquals(200, http.post(sync, "{\"records\":[" + record("c") + "]}").status(), "the delete made room");
     });
   }
 
