@@ -119,13 +119,29 @@ public final class Main {
 
         More keys: ./run.sh keys create --workspace default --scopes runs:write,runs:read --name ci
 
+        %s
+        ==============================================================================
+        """.formatted(key, base, key, s.model().isSandbox() ? "the built-in sandbox" : s.model().baseUrl(), base,
+        key, consoleLines(s, base, runway.firstSetupCode().orElseThrow()).stripTrailing())));
+  }
+
+  /** The first start's lines on the console: how to get an account, as console.signup allows. */
+  static String consoleLines(ServerSettings s, String base, String setupCode) {
+    if (s.console().signup() == dev.runway.console.ConsoleSettings.Signup.CLOSED) {
+      return """
+          The console, to manage keys in a browser: %s/console
+          Sign-up is closed (console.signup; the server listens beyond this machine): make an account
+          for workspace `default` with
+
+              ./run.sh accounts create --email you@example.com --workspace default
+          """.formatted(base);
+    }
+    return """
         The console, to sign up and manage keys in a browser: %s/console
         Setup code (sign up with it to take over workspace `default`; usable once, within 24 h):
 
             %s
-        ==============================================================================
-        """.formatted(key, base, key, s.model().isSandbox() ? "the built-in sandbox" : s.model().baseUrl(), base,
-        key, base, runway.firstSetupCode().orElseThrow())));
+        """.formatted(base, setupCode);
   }
 
   /** Why the HTTP server could not bind its port, in words that say which setting to change. */
@@ -183,9 +199,11 @@ public final class Main {
   }
 
   private static int accounts(List<String> args) {
+    ServerSettings s = ServerSettings.from(Settings.load(System.getenv()));
+    String base = "http://" + (s.httpHost().equals("0.0.0.0") ? "127.0.0.1" : s.httpHost()) + ":" + s.httpPort();
     return onDatabase(args, AccountsCommand.USAGE, services -> new AccountsCommand(services.accounts(), System.out,
         new java.io.BufferedReader(new java.io.InputStreamReader(System.in, java.nio.charset.StandardCharsets.UTF_8)),
-        System.console()).run(args));
+        System.console(), base).run(args));
   }
 
   private static int keys(List<String> args) {

@@ -52,7 +52,7 @@ public final class RunwayApp {
     QueuedThreadPool threads = new QueuedThreadPool(settings.maxThreads(), Math.min(8, settings.maxThreads()));
     threads.setName("runway-http");
     EventStreams streams = new EventStreams(services.database().jdbi(), services.database().committer(),
-        services.keys(), settings.streams(), inFlight, settings.keyCache());
+        services.keys(), settings.streams(), inFlight, settings.keyCache(), services.quotas());
     RunRoutes runs = new RunRoutes(services.runs(), bodies, resumeOn(threads), streams);
     WorkflowRoutes workflows = new WorkflowRoutes(services.workflows(), bodies);
     SecretRoutes secrets = new SecretRoutes(services.secrets(), bodies);

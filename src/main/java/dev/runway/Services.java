@@ -9,6 +9,7 @@ import dev.runway.crm.CrmService;
 import dev.runway.db.Database;
 import dev.runway.idempotency.IdempotencyStore;
 import dev.runway.metrics.Metrics;
+import dev.runway.quota.Quotas;
 import dev.runway.run.RunService;
 import dev.runway.secret.SecretBox;
 import dev.runway.secret.SecretService;
@@ -19,7 +20,7 @@ import dev.runway.workflow.WorkflowService;
 /** Runway's services over one database, wired with plain constructors. */
 public record Services(Database database, ApiKeyService keys, WorkflowService workflows, RunService runs,
     SecretService secrets, AgentService agents, IdempotencyStore idempotency, CrmService crm,
-    WebhookService webhooks, AccountService accounts, SessionService sessions, Metrics metrics) {
+    WebhookService webhooks, AccountService accounts, SessionService sessions, Metrics metrics, Quotas quotas) {
 
   /** Services without metrics (the keys and accounts commands, some tests): no /metrics, nothing counted. */
   public static Services over(Database database, ServerSettings settings, Runnable runDue) {
@@ -31,27 +32,29 @@ public record Services(Database database, ApiKeyService keys, WorkflowService wo
    * counted in {@code metrics}, the same the database counts its group commit in.
    */
   public static Services over(Database database, ServerSettings settings, Metrics metrics, Runnable runDue) {
-    WorkflowService workflows = new WorkflowService(database.jdbi());
+    Quotas quotas = new Quotas(settings.quotas(), !settings.isH2());
+    WorkflowService workflows = new WorkflowService(database.jdbi(), quotas);
     AgentService agents = new AgentService(database.jdbi(), settings.model().allowed(),
-        new TokenQuota(database.jdbi(), settings.model().tokensPerWorkspacePerDay()));
+        new TokenQuota(database.jdbi(), settings.model().tokensPerWorkspacePerDay()), quotas);
     IdempotencyStore idempotency = new IdempotencyStore(database.jdbi(), settings.idempotencyTtl());
     RunService runs = new RunService(database.jdbi(), database.committer(), workflows, agents, idempotency,
-        settings.engine().approvalTimeoutSeconds(), runDue);
+        settings.engine().approvalTimeoutSeconds(), runDue, quotas);
     SecretService secrets = new SecretService(database.jdbi(),
-        () -> SecretBox.load(settings.secretsKey(), settings.secretsKeyFile()));
+        () -> SecretBox.load(settings.secretsKey(), settings.secretsKeyFile()), quotas);
     return new Services(
         database,
-        new ApiKeyService(database.jdbi(), settings.keyCache()),
+        new ApiKeyService(database.jdbi(), settings.keyCache(), quotas),
         workflows,
         runs,
         secrets,
         agents,
         idempotency,
         new CrmService(database.jdbi(), database.committer(), runs, idempotency,
-            settings.crm().changesRetention(), metrics, !database.isSingleProcess()),
-        new WebhookService(database.jdbi(), database.committer(), secrets::box, settings.webhooks(), metrics),
+            settings.crm().changesRetention(), metrics, !database.isSingleProcess(), quotas),
+        new WebhookService(database.jdbi(), database.committer(), secrets::box, settings.webhooks(), metrics, quotas),
         new AccountService(database.jdbi(), settings.console()),
         new SessionService(database.jdbi(), settings.console()),
-        metrics);
+        metrics,
+        quotas);
   }
 }

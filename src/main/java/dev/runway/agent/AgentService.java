@@ -10,6 +10,9 @@ import dev.runway.db.SqlErrors;
 import dev.runway.http.ApiException;
 import dev.runway.secret.SecretUse;
 import dev.runway.usage.TokenQuota;
+import dev.runway.quota.Quota;
+import dev.runway.quota.QuotaDao;
+import dev.runway.quota.Quotas;
 import java.time.Instant;
 import java.util.List;
 import java.util.Optional;
@@ -23,11 +26,13 @@ public final class AgentService {
   private final Jdbi jdbi;
   private final AllowedModels allowedModels;
   private final TokenQuota tokens;
+  private final Quotas quotas;
 
-  public AgentService(Jdbi jdbi, AllowedModels allowedModels, TokenQuota tokens) {
+  public AgentService(Jdbi jdbi, AllowedModels allowedModels, TokenQuota tokens, Quotas quotas) {
     this.jdbi = jdbi;
     this.allowedModels = allowedModels;
     this.tokens = tokens;
+    this.quotas = quotas;
   }
 
   public TokenQuota tokens() {
@@ -81,9 +86,12 @@ public final class AgentService {
     // Two first puts of one id race to insert; the loser retries and finds the winner's row.
     return SqlErrors.retryOnUniqueViolation(() -> jdbi.inTransaction(h -> {
       Instant now = Time.now();
-      h.attach(WorkspaceDao.class).ensure(workspaceId, now);
+      quotas.lock(h, workspaceId, now); // the workspace made if new, then locked
       AgentDao dao = h.attach(AgentDao.class);
       Optional<Agent> existing = dao.findForUpdate(workspaceId, id);
+      if (existing.isEmpty() || existing.get().archived()) { // a new or restored agent counts
+        quotas.check(Quota.AGENTS, workspaceId, h.attach(QuotaDao.class).agents(workspaceId));
+      }
       Agent agent = new Agent(workspaceId, id, definition.name(), definition.description(),
           Json.string(definition.toJson()), existing.map(Agent::createdAt).orElse(now), now, null);
       if (existing.isEmpty()) {

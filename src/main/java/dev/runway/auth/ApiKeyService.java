@@ -6,6 +6,9 @@ import dev.runway.core.Slugs;
 import dev.runway.core.Time;
 import dev.runway.core.WeighedCache;
 import dev.runway.db.SqlErrors;
+import dev.runway.quota.Quota;
+import dev.runway.quota.QuotaDao;
+import dev.runway.quota.Quotas;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.Arrays;
@@ -20,6 +23,7 @@ import org.jdbi.v3.core.Jdbi;
 /** Creates, lists, revokes and checks API keys. */
 public final class ApiKeyService {
   private final Jdbi jdbi;
+  private final Quotas quotas;
   private static final org.slf4j.Logger LOG = org.slf4j.LoggerFactory.getLogger(ApiKeyService.class);
   private static final long USE_NOTED_EVERY_NANOS = java.util.concurrent.TimeUnit.MINUTES.toNanos(1);
   private final long cacheNanos;
@@ -36,8 +40,9 @@ public final class ApiKeyService {
    * {@code cacheFor} is how long a key read from the database is trusted: a key revoked by
    * another process (the keys command) is refused at the latest that long after. Zero: no cache.
    */
-  public ApiKeyService(Jdbi jdbi, Duration cacheFor) {
+  public ApiKeyService(Jdbi jdbi, Duration cacheFor, Quotas quotas) {
     this.jdbi = jdbi;
+    this.quotas = quotas;
     this.cacheNanos = cacheFor.toNanos();
   }
 
@@ -85,7 +90,8 @@ public final class ApiKeyService {
         null);
     // Two first keys of one workspace race to create it; the loser retries and finds it.
     SqlErrors.retryOnUniqueViolation(() -> jdbi.inTransaction(h -> {
-      h.attach(WorkspaceDao.class).ensure(workspaceId, now);
+      quotas.lock(h, workspaceId, now); // the workspace made if new, then locked
+      quotas.check(Quota.KEYS, workspaceId, h.attach(QuotaDao.class).keys(workspaceId));
       h.attach(ApiKeyDao.class).insert(record);
       return record;
     }));

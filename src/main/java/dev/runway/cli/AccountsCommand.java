@@ -13,8 +13,9 @@ import java.util.Map;
 import java.util.Set;
 
 /**
- * {@code accounts create|reset-password|setup-code}: console accounts from the command line (with
- * console.signup=closed, the only way), and a new setup code (the first start's is valid 24 h). The password is never an argument (it would show in the
+ * {@code accounts create|reset-password|setup-code|invite}: console accounts from the command line
+ * (with console.signup=closed, the only way; with console.signup=invite, invitations), and a new
+ * setup code (the first start's is valid 24 h). The password is never an argument (it would show in the
  * process list and the shell's history): it is asked for, or read as the first line of stdin.
  */
 public final class AccountsCommand {
@@ -23,14 +24,23 @@ public final class AccountsCommand {
              runway accounts reset-password --email E             (ends the account's sessions)
              runway accounts setup-code [--workspace W]           (a new one-time sign-up code for W, default:
                                                                    default; valid 24 h, replaces the earlier one)
+             runway accounts invite [--workspace W] [--days D]    (a one-use invitation, valid D days, default 7;
+                                                                   without W the account gets a workspace of its own)
       the password is asked for, or read as the first line of stdin: echo "$PASSWORD" | runway accounts create ...""";
 
   private final AccountService accounts;
   private final PrintStream out;
   private final BufferedReader in;
   private final Console console;
+  private final String consoleUrl;
 
   public AccountsCommand(AccountService accounts, PrintStream out, BufferedReader in, Console console) {
+    this(accounts, out, in, console, "http://127.0.0.1:8080");
+  }
+
+  /** {@code baseUrl}: where the server is reached (http://host:port), for the link an invitation prints. */
+  public AccountsCommand(AccountService accounts, PrintStream out, BufferedReader in, Console console, String baseUrl) {
+    this.consoleUrl = baseUrl + "/console";
     this.accounts = accounts;
     this.out = out;
     this.in = in;
@@ -40,7 +50,7 @@ public final class AccountsCommand {
   /** Runs the command; returns the exit code. Usage errors throw IllegalArgumentException. */
   public int run(List<String> args) {
     if (args.isEmpty()) {
-      throw new IllegalArgumentException("accounts needs a command: create, reset-password or setup-code");
+      throw new IllegalArgumentException("accounts needs a command: create, reset-password, setup-code or invite");
     }
     List<String> rest = args.subList(1, args.size());
     try {
@@ -65,6 +75,22 @@ public final class AccountsCommand {
           out.println(code);
           System.err.println("runway: sign up at /console/signup with this code within "
               + AccountService.SETUP_CODE_VALID_FOR.toHours() + " h to take workspace " + workspace + " (usable once)");
+        }
+        case "invite" -> {
+          Map<String, String> options = KeysCommand.options(rest, Set.of("workspace", "days"));
+          int days;
+          try {
+            days = Integer.parseInt(options.getOrDefault("days", "7"));
+          } catch (NumberFormatException e) {
+            days = 0;
+          }
+          if (days < 1 || days > 365) {
+            throw new IllegalArgumentException("--days must be a whole number from 1 to 365");
+          }
+          String code = accounts.invite(options.get("workspace"), java.time.Duration.ofDays(days));
+          out.println(code);
+          out.println("one use, valid " + days + (days == 1 ? " day" : " days") + "; the sign-up link: "
+              + consoleUrl + "/signup?code=" + code);
         }
         default -> throw new IllegalArgumentException("unknown accounts command '" + args.get(0) + "'");
       }

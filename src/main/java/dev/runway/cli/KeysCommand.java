@@ -62,8 +62,13 @@ public final class KeysCommand {
       }
       validFor = Duration.ofDays(days);
     }
-    ApiKeyService.CreatedKey created =
-        keys.create(workspace, options.getOrDefault("name", "unnamed"), scopes, projects, validFor);
+    ApiKeyService.CreatedKey created;
+    try {
+      created = keys.create(workspace, options.getOrDefault("name", "unnamed"), scopes, projects, validFor);
+    } catch (dev.runway.quota.QuotaExceeded e) {
+      System.err.println("runway: " + e.getMessage());
+      return 1;
+    }
     out.println(created.key());
     return 0;
   }

@@ -49,7 +49,8 @@ public record ServerSettings(
     WebhookSettings webhooks,
     StreamSettings streams,
     ConsoleSettings console,
-    MetricsSettings metrics) {
+    MetricsSettings metrics,
+    java.util.Map<dev.runway.quota.Quota, Integer> quotas) {
 
   public static ServerSettings from(Settings s) {
     String url = s.string("db.url");
@@ -101,7 +102,8 @@ public record ServerSettings(
         WebhookSettings.from(s),
         StreamSettings.from(s),
         ConsoleSettings.from(s),
-        MetricsSettings.from(s));
+        MetricsSettings.from(s),
+        dev.runway.quota.Quotas.limits(s));
   }
 
   private static boolean isKey(String base64) {

@@ -71,25 +71,60 @@ public final class AccountService {
    * the email has an account already: the page must not tell, so sign-up answers alike.
    */
   public Optional<Account> signUp(String email, String password, String setupCode) {
-    String claimed = setupCode == null || setupCode.isBlank() ? null : claimableWorkspace(setupCode.strip());
+    return signUp(email, password, setupCode, false);
+  }
+
+  /**
+   * Like {@link #signUp(String, String, String)}, where {@code code} may also be an invitation
+   * (from {@link #invite}): the account then goes where the invitation says. With
+   * {@code invitationNeeded} (console.signup=invite) a sign-up without a valid code is refused.
+   * Empty, with nothing made (the code not used), when the email has an account already: the page
+   * must not tell, so sign-up answers alike.
+   */
+  public Optional<Account> signUp(String email, String password, String code, boolean invitationNeeded) {
+    String given = code == null || code.isBlank() ? null : code.strip();
+    if (given == null && invitationNeeded) {
+      throw new ConsoleException(400, "setup_code",
+          "Sign-up on this server is by invitation: enter the invitation code you were given.");
+    }
+    Optional<Invitation> invitation = given == null ? Optional.empty() : invitation(given);
+    String claimed = given == null || invitation.isPresent() ? null
+        : given.startsWith("inv_") || invitationNeeded ? claimableWorkspaceOrNull(given) : claimableWorkspace(given);
+    if (given != null && invitation.isEmpty() && claimed == null) {
+      throw new ConsoleException(400, "setup_code",
+          "This invitation is not valid: it may have been used already or have expired. Ask for a new one.");
+    }
     try {
-      return Optional.of(insert(email, password, (h, now) -> signUpWorkspace(h, now, email, claimed)));
+      return Optional.of(insert(email, password, (h, now) -> {
+        if (invitation.isPresent()) {
+          // Used once: its row goes in the account's transaction; a second use finds none.
+          if (h.createUpdate("DELETE FROM console_invitation WHERE code_hash = :hash AND expires_at > :now")
+              .bind("hash", Sha256.hex(given)).bind("now", now).execute() != 1) {
+            throw new ConsoleException(400, "setup_code", "This invitation has been used already or has expired.");
+          }
+          String workspace = invitation.get().workspaceId();
+          if (workspace == null) {
+            workspace = newWorkspaceId(email.strip().toLowerCase(Locale.ROOT));
+            h.attach(WorkspaceDao.class).insert(workspace, now);
+          } else {
+            h.attach(WorkspaceDao.class).ensure(workspace, now);
+          }
+          return workspace;
+        }
+        if (claimed == null) {
+          String workspace = newWorkspaceId(email.strip().toLowerCase(Locale.ROOT));
+          h.attach(WorkspaceDao.class).insert(workspace, now);
+          return workspace;
+        }
+        // Used once: the code's row goes in the same transaction as the account.
+        if (h.createUpdate("DELETE FROM console_setup_code WHERE workspace_id = :ws").bind("ws", claimed).execute() != 1) {
+          throw new ConsoleException(400, "setup_code", "This setup code has been used already.");
+        }
+        return claimed;
+      }));
     } catch (EmailTaken e) {
       return Optional.empty();
     }
-  }
-
-  private String signUpWorkspace(Handle h, Instant now, String email, String claimed) {
-    if (claimed == null) {
-      String workspace = newWorkspaceId(email.strip().toLowerCase(Locale.ROOT));
-      h.attach(WorkspaceDao.class).insert(workspace, now);
-      return workspace;
-    }
-    // Used once: the code's row goes in the same transaction as the account.
-    if (h.createUpdate("DELETE FROM console_setup_code WHERE workspace_id = :ws").bind("ws", claimed).execute() != 1) {
-      throw new ConsoleException(400, "setup_code", "This setup code has been used already.");
-    }
-    return claimed;
   }
 
   /** The email has an account already (the command line says so; sign-up does not). */
@@ -97,6 +132,42 @@ public final class AccountService {
     EmailTaken() {
       super(409, "email", "An account with this email exists already.");
     }
+  }
+
+  /** An unused invitation: the workspace it signs up into (null: a new one of the account's own). */
+  private record Invitation(String workspaceId) {}
+
+  /**
+   * A one-use invitation (console.signup=invite) valid for {@code validFor}: the person who signs
+   * up with it gets an account in {@code workspaceId} (made if new), or with null a workspace of
+   * their own. Only its hash is stored; invitations past their time are dropped here.
+   */
+  public String invite(String workspaceId, java.time.Duration validFor) {
+    if (workspaceId != null && !Slugs.isSlug(workspaceId)) {
+      throw new ConsoleException(400, "workspace", "the workspace must be a slug: " + Slugs.RULE);
+    }
+    byte[] bytes = new byte[20];
+    RANDOM.nextBytes(bytes);
+    String code = "inv_" + java.util.Base64.getUrlEncoder().withoutPadding().encodeToString(bytes);
+    Instant now = Time.now();
+    jdbi.useTransaction(h -> {
+      h.createUpdate("DELETE FROM console_invitation WHERE expires_at <= :now").bind("now", now).execute();
+      h.createUpdate("INSERT INTO console_invitation (code_hash, workspace_id, created_at, expires_at) "
+          + "VALUES (:hash, :ws, :now, :expires)").bind("hash", Sha256.hex(code)).bind("ws", workspaceId)
+          .bind("now", now).bind("expires", now.plus(validFor)).execute();
+    });
+    return code;
+  }
+
+  /** The invitation with this code, if unused and not expired (looked up by the code's hash). */
+  private Optional<Invitation> invitation(String code) {
+    if (!code.startsWith("inv_")) {
+      return Optional.empty();
+    }
+    Instant now = Time.now();
+    return jdbi.withHandle(h -> h.createQuery(
+            "SELECT workspace_id FROM console_invitation WHERE code_hash = :hash AND expires_at > :now")
+        .bind("hash", Sha256.hex(code)).bind("now", now).map((rs, c) -> new Invitation(rs.getString(1))).findOne());
   }
 
   /**
@@ -235,6 +306,14 @@ public final class AccountService {
           .bind("ws", workspaceId).bind("hash", Sha256.hex(code)).bind("at", Time.now()).execute();
     });
     return code;
+  }
+
+  private String claimableWorkspaceOrNull(String code) {
+    try {
+      return claimableWorkspace(code);
+    } catch (ConsoleException e) {
+      return null;
+    }
   }
 
   private String claimableWorkspace(String code) {

@@ -7,6 +7,7 @@ import dev.runway.core.Slugs;
 import dev.runway.core.Time;
 import dev.runway.http.ClientAddress;
 import dev.runway.http.RateLimiter;
+import dev.runway.quota.QuotaExceeded;
 import gg.jte.ContentType;
 import gg.jte.TemplateEngine;
 import gg.jte.output.StringOutput;
@@ -154,7 +155,10 @@ public final class ConsoleRoutes {
       signupClosed(ctx, visitor);
       return;
     }
-    render(ctx, 200, "signup.jte", "frame", frame("Sign up", visitor), "form", form(null, null, null, null));
+    // An invitation link carries its code (?code=): shown in the form, if it looks like one.
+    String code = ctx.queryParam("code");
+    render(ctx, 200, "signup.jte", "frame", frame("Sign up", visitor), "form",
+        form(null, null, null, code != null && code.matches("[A-Za-z0-9_-]{1,100}") ? code : null));
   }
 
   /**
@@ -179,7 +183,7 @@ public final class ConsoleRoutes {
     String setupCode = posted.get("setup_code");
     try {
       limit(ctx, perAddress, ClientAddress.of(ctx));
-      accounts.signUp(email, posted.get("password"), setupCode);
+      accounts.signUp(email, posted.get("password"), setupCode, settings.signup() == ConsoleSettings.Signup.INVITE);
       ctx.redirect("/console/signin?notice=signed-up", HttpStatus.SEE_OTHER);
     } catch (ConsoleException e) {
       render(ctx, e.status(), "signup.jte", "frame", frame("Sign up", session.get()),
@@ -268,6 +272,9 @@ public final class ConsoleRoutes {
       render(ctx, 201, "key_created.jte", "frame", frame("New key", signed.get(), "keys"), "page", page);
     } catch (ConsoleException e) {
       renderKeys(ctx, e.status(), signed.get(), scopeNames, name, projectsText, expiry, e.getMessage(), e.field(), null);
+    } catch (QuotaExceeded e) {
+      renderKeys(ctx, 403, signed.get(), scopeNames, name, projectsText, expiry, "This workspace has "
+          + e.extensions().get("limit") + " active keys, the most it may have: revoke one first.", "name", null);
     }
   }
 
@@ -428,7 +435,8 @@ public final class ConsoleRoutes {
   }
 
   private Views.Form form(String error, String field, String email, String setupCode) {
-    return new Views.Form(error, field, email, setupCode, settings.signupOpen());
+    return new Views.Form(error, field, email, setupCode, settings.signupOpen(),
+        settings.signup() == ConsoleSettings.Signup.INVITE);
   }
 
   private Optional<ApiKey> keyOf(Signed signed, String keyId) {
@@ -467,7 +475,8 @@ public final class ConsoleRoutes {
 
   private void signupClosed(Context ctx, ConsoleSession session) {
     message(ctx, 403, frame("Sign-up closed", session), new Views.Message("Sign-up is closed",
-        "Accounts on this server are made by its operator (./run.sh accounts create). Ask them for one.",
+        "Accounts on this server are made by its operator (./run.sh accounts create or accounts invite). "
+        + "Ask them for one.",
         "/console/signin", "Sign in"));
   }
 

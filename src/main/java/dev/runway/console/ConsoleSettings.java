@@ -6,7 +6,7 @@ import java.time.Duration;
 /** The console settings (console.* in config/runway.properties). */
 public record ConsoleSettings(
     boolean enabled,
-    boolean signupOpen,
+    Signup signup,
     boolean secureCookies,
     Duration sessionIdle,
     Duration sessionMax,
@@ -16,15 +16,21 @@ public record ConsoleSettings(
     Duration lockout,
     int maxConcurrentHashes) {
 
+  /** Who may sign up: anyone, no one (accounts from the command line), or whoever has an invitation. */
+  public enum Signup { OPEN, CLOSED, INVITE }
+
   public static ConsoleSettings from(Settings s) {
-    String signup = s.string("console.signup");
-    if (!signup.equals("open") && !signup.equals("closed")) {
-      throw s.invalid("console.signup", "must be open or closed");
-    }
+    Signup signup = switch (s.string("console.signup")) {
+      case "auto" -> isLoopback(s.string("http.host")) ? Signup.OPEN : Signup.CLOSED;
+      case "open" -> Signup.OPEN;
+      case "closed" -> Signup.CLOSED;
+      case "invite" -> Signup.INVITE;
+      default -> throw s.invalid("console.signup", "must be auto, open, closed or invite");
+    };
     int hashes = s.integer("console.max_concurrent_hashes", 0, 1024);
     return new ConsoleSettings(
         s.bool("console.enabled"),
-        signup.equals("open"),
+        signup,
         s.bool("console.secure_cookies"),
         Duration.ofMinutes(s.integer("console.session_idle_minutes", 1, 60 * 24 * 30)),
         Duration.ofHours(s.integer("console.session_max_hours", 1, 24 * 365)),
@@ -33,5 +39,19 @@ public record ConsoleSettings(
         s.integer("console.lockout_failures", 1, 10_000),
         Duration.ofMinutes(s.integer("console.lockout_minutes", 1, 60 * 24)),
         hashes == 0 ? Math.max(1, Runtime.getRuntime().availableProcessors() / 2) : hashes);
+  }
+
+  /** Whether the sign-up form is offered (to anyone, or to those with an invitation). */
+  public boolean signupOpen() {
+    return signup != Signup.CLOSED;
+  }
+
+  /**
+   * Whether the server listens on this machine only: then only its own users reach the console,
+   * and open sign-up (console.signup=auto) gives nothing away.
+   */
+  static boolean isLoopback(String host) {
+    String h = host.toLowerCase(java.util.Locale.ROOT);
+    return h.equals("localhost") || h.equals("::1") || h.equals("[::1]") || h.matches("127\\.\\d{1,3}\\.\\d{1,3}\\.\\d{1,3}");
   }
 }

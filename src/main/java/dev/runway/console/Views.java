@@ -32,15 +32,17 @@ public final class Views {
 
   /**
    * The sign-in and sign-up forms: the message, the field it is about, what was typed (never the
-   * password; every field bounded by ConsoleForm), and a notice (a fixed text, never from the request).
+   * password; every field bounded by ConsoleForm), whether sign-up needs an invitation, and a notice
+   * (a fixed text, never from the request).
    */
-  public record Form(String error, String field, String email, String setupCode, boolean signupOpen, String notice) {
-    public Form(String error, String field, String email, String setupCode, boolean signupOpen) {
-      this(error, field, email, setupCode, signupOpen, null);
+  public record Form(String error, String field, String email, String setupCode, boolean signupOpen,
+      boolean byInvitation, String notice) {
+    public Form(String error, String field, String email, String setupCode, boolean signupOpen, boolean byInvitation) {
+      this(error, field, email, setupCode, signupOpen, byInvitation, null);
     }
 
     Form withNotice(String text) {
-      return new Form(error, field, email, setupCode, signupOpen, text);
+      return new Form(error, field, email, setupCode, signupOpen, byInvitation, text);
     }
   }
 

@@ -10,6 +10,9 @@ import dev.runway.db.Tx;
 import dev.runway.http.ApiException;
 import dev.runway.idempotency.IdempotencyStore;
 import dev.runway.metrics.Metrics;
+import dev.runway.quota.Quota;
+import dev.runway.quota.QuotaDao;
+import dev.runway.quota.Quotas;
 import dev.runway.run.RunService;
 import dev.runway.workflow.Trigger;
 import dev.runway.workflow.Workflow;
@@ -36,6 +39,7 @@ public final class CrmService {
   private final Duration changesRetention;
   private final Metrics metrics;
   private final RecordStatistics statistics;
+  private final Quotas quotas;
   /** How many changes one transaction of pruning removes at most. */
   private static final int PRUNE_PART = 5_000;
 
@@ -48,8 +52,9 @@ public final class CrmService {
    * {@link RecordStatistics}).
    */
   public CrmService(Jdbi jdbi, GroupCommitter committer, RunService runs, IdempotencyStore idempotency,
-      Duration changesRetention, Metrics metrics, boolean postgres) {
+      Duration changesRetention, Metrics metrics, boolean postgres, Quotas quotas) {
     this.jdbi = jdbi;
+    this.quotas = quotas;
     this.committer = committer;
     this.runs = runs;
     this.idempotency = idempotency;
@@ -161,6 +166,13 @@ public final class CrmService {
       return false;
     }
     String ws = caller.workspaceId();
+    QuotaDao counts = tx.dao(QuotaDao.class);
+    if (plan.liveDelta() > 0) { // counted under the workspace's lock the committer holds: exact
+      quotas.checkAdding(Quota.CRM_RECORDS, ws, counts.crmRecords(ws), plan.liveDelta());
+    }
+    if (plan.liveCharsDelta > 0) {
+      quotas.checkAddingMegabytes(Quota.CRM_MEGABYTES, ws, counts.crmChars(ws), plan.liveCharsDelta);
+    }
     if (!CrmDao.addToCounts(tx.connection(), ws, type, plan.liveDelta(), plan.tombstoneDelta(), now)) {
       CrmDao dao = tx.dao(CrmDao.class);
       if (dao.countObjectTypes(ws) >= maxObjectTypes) {
@@ -168,6 +180,9 @@ public final class CrmService {
             + " object types already, the most it may have (crm.max_object_types)", "object_type");
       }
       dao.insertObjectType(ws, type, plan.liveDelta(), plan.tombstoneDelta(), now);
+    }
+    if (plan.liveCharsDelta != 0) {
+      counts.addCrmChars(ws, type, plan.liveCharsDelta);
     }
     CrmDao.write(tx, plan.writes);
     tx.outbox().publish(tx, ws, Ids.newId("evt", now.toEpochMilli()), CHANGED_EVENT, now, () -> changedData(type, plan));

@@ -39,16 +39,20 @@ public final class SyncPlan {
 
   final List<Result> results;
   final List<Write> writes;
+  /** How many characters of properties JSON the live records gain (less: lose) by the writes (quotas.crm_megabytes_*). */
+  final long liveCharsDelta;
 
-  private SyncPlan(List<Result> results, List<Write> writes) {
+  private SyncPlan(List<Result> results, List<Write> writes, long liveCharsDelta) {
     this.results = results;
     this.writes = writes;
+    this.liveCharsDelta = liveCharsDelta;
   }
 
   public static SyncPlan of(String ws, String type, SyncRequest request, Map<String, CrmRecord> stored, Instant now,
       CrmSettings limits) {
     List<Result> results = new ArrayList<>(request.items().size());
     List<Write> writes = new ArrayList<>();
+    long liveChars = 0;
     for (SyncRequest.Item item : request.items()) {
       if (item.error() != null) {
         results.add(new Result(item.index(), item.externalId(), FAILED, null, Problem.of(item.error())));
@@ -63,13 +67,15 @@ public final class SyncPlan {
               before == null ? null : before.version(), null));
         } else {
           writes.add(write);
+          liveChars += (write.next().deleted() ? 0 : write.next().properties().length())
+              - (before == null || before.deleted() ? 0 : before.properties().length());
           results.add(new Result(item.index(), item.externalId(), write.change(), write.next().version(), null));
         }
       } catch (ApiException e) {
         results.add(new Result(item.index(), item.externalId(), FAILED, null, Problem.of(e)));
       }
     }
-    return new SyncPlan(results, writes);
+    return new SyncPlan(results, writes, liveChars);
   }
 
   /** The write one record needs, or null when it is stale or nothing differs. */

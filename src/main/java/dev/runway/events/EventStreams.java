@@ -9,6 +9,8 @@ import dev.runway.engine.EventDao;
 import dev.runway.engine.EventView;
 import dev.runway.http.ApiException;
 import dev.runway.http.InFlightLimit;
+import dev.runway.quota.Quota;
+import dev.runway.quota.Quotas;
 import io.javalin.http.Context;
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -50,11 +52,13 @@ public final class EventStreams implements AutoCloseable {
   private final ApiKeyService keys;
   private final StreamSettings settings;
   private final InFlightLimit inFlight;
+  private final Quotas quotas;
   private final long keyCheckNanos;
   private final Object lock = new Object();
   // Guarded by lock:
   private final List<EventStream> streams = new ArrayList<>();
   private final Map<String, Integer> streamsByKey = new HashMap<>();
+  private final Map<String, Integer> streamsByWorkspace = new HashMap<>();
   private final Set<String> dirty = new HashSet<>();
   private Thread thread;
   private Runnable stopListening;
@@ -65,8 +69,9 @@ public final class EventStreams implements AutoCloseable {
    * expired key's streams end about as soon as its requests are refused (auth.key_cache_seconds).
    */
   public EventStreams(Jdbi jdbi, GroupCommitter committer, ApiKeyService keys, StreamSettings settings,
-      InFlightLimit inFlight, Duration keyCheck) {
+      InFlightLimit inFlight, Duration keyCheck, Quotas quotas) {
     this.jdbi = jdbi;
+    this.quotas = quotas;
     this.committer = committer;
     this.keys = keys;
     this.settings = settings;
@@ -103,6 +108,8 @@ public final class EventStreams implements AutoCloseable {
             + " event streams open already (sse.max_streams_per_key); close one first", null,
             Map.of("Retry-After", "5"));
       }
+      quotas.checkOpen(Quota.EVENT_STREAMS, caller.workspaceId(),
+          streamsByWorkspace.getOrDefault(caller.workspaceId(), 0));
       if (thread == null) {
         stopListening = committer.addCommitListener(this::changed);
         thread = new Thread(this::feed, "runway-sse");
@@ -112,6 +119,7 @@ public final class EventStreams implements AutoCloseable {
       stream = new EventStream(caller, runId, afterSeq, runEnded);
       streams.add(stream);
       streamsByKey.merge(caller.keyId(), 1, Integer::sum);
+      streamsByWorkspace.merge(caller.workspaceId(), 1, Integer::sum);
     }
     ctx.status(200);
     ctx.header("Content-Type", "text/event-stream; charset=utf-8");
@@ -144,6 +152,7 @@ public final class EventStreams implements AutoCloseable {
     synchronized (lock) {
       if (streams.remove(stream)) {
         streamsByKey.computeIfPresent(stream.caller.keyId(), (key, n) -> n == 1 ? null : n - 1);
+        streamsByWorkspace.computeIfPresent(stream.caller.workspaceId(), (ws, n) -> n == 1 ? null : n - 1);
       }
     }
   }

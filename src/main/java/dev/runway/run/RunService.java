@@ -21,6 +21,7 @@ import dev.runway.engine.RunMachine;
 import dev.runway.engine.RunStateMachine;
 import dev.runway.http.ApiException;
 import dev.runway.idempotency.IdempotencyStore;
+import dev.runway.quota.Quotas;
 import dev.runway.workflow.Step;
 import dev.runway.workflow.Workflow;
 import dev.runway.workflow.WorkflowService;
@@ -48,6 +49,7 @@ public final class RunService {
   private final IdempotencyStore idempotency;
   private final long approvalTimeoutSeconds;
   private final Runnable runDue;
+  private final Quotas quotas;
   /**
    * What a new run of each workflow starts with, by workspace and workflow id (about 2 MB): a new
    * version of a workflow replaces its old template, which is not kept.
@@ -66,8 +68,9 @@ public final class RunService {
    * {@code approvalTimeoutSeconds}.
    */
   public RunService(Jdbi jdbi, GroupCommitter committer, WorkflowService workflows, AgentService agents,
-      IdempotencyStore idempotency, long approvalTimeoutSeconds, Runnable runDue) {
+      IdempotencyStore idempotency, long approvalTimeoutSeconds, Runnable runDue, Quotas quotas) {
     this.jdbi = jdbi;
+    this.quotas = quotas;
     this.agents = agents;
     this.committer = committer;
     this.workflows = workflows;
@@ -111,6 +114,7 @@ public final class RunService {
       return CompletableFuture.completedFuture(startOnce(caller, idempotencyKey, requestHash.get(), firstMoves));
     }
     Firsts firsts = firstMoves.get();
+    quotas.takeRunStart(caller.workspaceId());
     String body = Json.string(RunView.of(firsts.started()));
     return committer.submit(caller.workspaceId(), tx -> insert(tx, firsts)).thenApply(stored -> {
       firsts.wakeEngine(runDue);
@@ -128,6 +132,7 @@ public final class RunService {
       return new Started(replay.get().status(), replay.get().body(), true);
     }
     Firsts firsts = firstMoves.get();
+    quotas.takeRunStart(caller.workspaceId()); // a replay above is no new start
     Run run = firsts.started();
     String body = Json.string(RunView.of(run));
     try {

@@ -1,9 +1,11 @@
 package dev.runway.secret;
 
-import dev.runway.auth.WorkspaceDao;
 import dev.runway.core.Time;
 import dev.runway.db.SqlErrors;
 import dev.runway.http.ApiException;
+import dev.runway.quota.Quota;
+import dev.runway.quota.QuotaDao;
+import dev.runway.quota.Quotas;
 import java.time.Instant;
 import java.util.HashMap;
 import java.util.List;
@@ -20,12 +22,14 @@ import org.jdbi.v3.core.Jdbi;
  */
 public final class SecretService implements SecretSource {
   private final Jdbi jdbi;
+  private final Quotas quotas;
   private final Supplier<SecretBox> box;
   private volatile SecretBox loaded;
 
   /** {@code box} gives the server's SecretBox; it is asked at the first use (making a key file then, if need be). */
-  public SecretService(Jdbi jdbi, Supplier<SecretBox> box) {
+  public SecretService(Jdbi jdbi, Supplier<SecretBox> box, Quotas quotas) {
     this.jdbi = jdbi;
+    this.quotas = quotas;
     this.box = box;
   }
 
@@ -55,12 +59,15 @@ public final class SecretService implements SecretSource {
     // Two first puts of one name race to insert; the loser retries and replaces the winner's value.
     return SqlErrors.retryOnUniqueViolation(() -> jdbi.inTransaction(h -> {
       Instant now = Time.now();
-      h.attach(WorkspaceDao.class).ensure(workspaceId, now);
+      quotas.lock(h, workspaceId, now); // the workspace made if new, then locked
       SecretDao dao = h.attach(SecretDao.class);
       Optional<Secret> existing = dao.find(workspaceId, name);
       if (sealed == null && existing.isEmpty()) {
         throw ApiException.validation("value", "value is required for a new secret: 1-" + SecretRoutes.MAX_VALUE_LENGTH
             + " characters");
+      }
+      if (existing.isEmpty()) {
+        quotas.check(Quota.SECRETS, workspaceId, h.attach(QuotaDao.class).secrets(workspaceId));
       }
       String hosts = allowedHosts != null ? allowedHosts.toStored() : existing.map(Secret::allowedHosts).orElse(null);
       Secret secret = new Secret(workspaceId, name, sealed != null ? sealed : existing.get().valueEncrypted(), hosts,

@@ -8,6 +8,9 @@ import dev.runway.db.GroupCommitter;
 import dev.runway.db.Tx;
 import dev.runway.http.ApiException;
 import dev.runway.metrics.Metrics;
+import dev.runway.quota.Quota;
+import dev.runway.quota.QuotaDao;
+import dev.runway.quota.Quotas;
 import dev.runway.outbound.SpecialAddresses;
 import dev.runway.secret.SecretBox;
 import dev.runway.webhook.WebhookViews.DeliveryDetail;
@@ -40,11 +43,13 @@ public final class WebhookService {
   private final WebhookSettings settings;
   private final WebhookOutbox outbox;
   private final Metrics metrics;
+  private final Quotas quotas;
 
   /** The dispatcher counts its attempts' outcomes in {@code metrics}. */
   public WebhookService(Jdbi jdbi, GroupCommitter committer, Supplier<SecretBox> box, WebhookSettings settings,
-      Metrics metrics) {
+      Metrics metrics, Quotas quotas) {
     this.jdbi = jdbi;
+    this.quotas = quotas;
     this.committer = committer;
     this.box = box;
     this.settings = settings;
@@ -84,6 +89,9 @@ public final class WebhookService {
     WebhookEndpoint endpoint = new WebhookEndpoint(id, caller.workspaceId(), url, description,
         Json.string(eventTypes), true, null, seal(caller.workspaceId(), id, secret), null, null, null, now, now);
     committer.commit(caller.workspaceId(), tx -> {
+      // Counted under the workspace's lock the committer holds (one writer on H2): exact.
+      quotas.check(Quota.WEBHOOK_ENDPOINTS, caller.workspaceId(),
+          tx.dao(QuotaDao.class).webhookEndpoints(caller.workspaceId()));
       tx.dao(WebhookDao.class).insertEndpoint(endpoint);
       return null;
     });

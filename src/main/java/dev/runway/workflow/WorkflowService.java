@@ -7,6 +7,9 @@ import dev.runway.core.WeighedCache;
 import dev.runway.db.SqlErrors;
 import dev.runway.http.ApiException;
 import dev.runway.secret.SecretUse;
+import dev.runway.quota.Quota;
+import dev.runway.quota.QuotaDao;
+import dev.runway.quota.Quotas;
 import java.time.Instant;
 import java.util.List;
 import java.util.Optional;
@@ -18,6 +21,7 @@ public final class WorkflowService {
   private static final long CACHE_NANOS = 1_000_000_000L;
 
   private final Jdbi jdbi;
+  private final Quotas quotas;
   /** About 2 MB of workflows, by workspace and id: a workflow replaced here replaces its entry. */
   private final WeighedCache<String, Cached> active = new WeighedCache<>(2_000_000, (key, cached) ->
       key.length() + 100 + cached.workflow().map(w -> w.steps().length() + w.name().length()
@@ -25,8 +29,9 @@ public final class WorkflowService {
 
   private record Cached(Optional<Workflow> workflow, long expiresAtNanos) {}
 
-  public WorkflowService(Jdbi jdbi) {
+  public WorkflowService(Jdbi jdbi, Quotas quotas) {
     this.jdbi = jdbi;
+    this.quotas = quotas;
   }
 
   /**
@@ -73,7 +78,7 @@ public final class WorkflowService {
   private Saved putOnce(String workspaceId, String id, WorkflowDefinition definition) {
     return jdbi.inTransaction(h -> {
       Instant now = Time.now();
-      h.attach(WorkspaceDao.class).ensure(workspaceId, now);
+      quotas.lock(h, workspaceId, now); // the workspace made if new, then locked
       WorkflowDao dao = h.attach(WorkflowDao.class);
       Optional<Workflow> existing = dao.findForUpdate(workspaceId, id);
       Workflow workflow = new Workflow(workspaceId, id, definition.name(), definition.description(),
@@ -81,6 +86,9 @@ public final class WorkflowService {
           existing.map(Workflow::createdAt).orElse(now), now, null);
       if (existing.isPresent() && sameDefinition(existing.get(), workflow)) {
         return new Saved(existing.get(), false);
+      }
+      if (existing.isEmpty() || existing.get().archived()) { // a new or restored workflow counts
+        quotas.check(Quota.WORKFLOWS, workspaceId, h.attach(QuotaDao.class).workflows(workspaceId));
       }
       if (existing.isEmpty()) {
         dao.insert(workflow);

@@ -107,6 +107,12 @@ public final class Api {
     JavalinTest.test(RunwayApp.create(services(), changed), (server, client) -> body.accept(new Http(client, key)));
   }
 
+  /** Services of their own over this test's database, made with some settings changed (e.g. low quotas). */
+  public Services servicesWith(java.util.function.UnaryOperator<dev.runway.config.Settings> change) {
+    return Services.over(services().database(), dev.runway.config.ServerSettings.from(change.apply(opened.settings())),
+        () -> { });
+  }
+
   /** Like {@link #testWith}, on services of their own made with the changed settings (for settings the services read). */
   public void testWithServices(java.util.function.UnaryOperator<dev.runway.config.Settings> change, HttpTest body) {
     dev.runway.config.ServerSettings server = dev.runway.config.ServerSettings.from(change.apply(opened.settings()));
