@@ -26,12 +26,15 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import org.jdbi.v3.core.Jdbi;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * CRM records of a workspace: batch upserts by external id (sync), tombstones, reads, the change
  * feed, and the requests for the workflow runs that record changes trigger, queued in the same commit.
  */
 public final class CrmService {
+  private static final Logger LOG = LoggerFactory.getLogger(CrmService.class);
   private final Jdbi jdbi;
   private final GroupCommitter committer;
   private final RunService runs;
@@ -214,6 +217,11 @@ public final class CrmService {
     triggers.sort(Comparator.comparing(TriggerRow::workflowId));
     List<Trigger> firing = new ArrayList<>();
     List<String> workflowIds = new ArrayList<>();
+    if (triggers.size() > RunRequest.MAX_TARGETS) {
+      LOG.warn("{} workflows of workspace {} listen to {}: only the first {} are started", triggers.size(), ws, type,
+          RunRequest.MAX_TARGETS);
+      triggers = triggers.subList(0, RunRequest.MAX_TARGETS);
+    }
     for (TriggerRow row : triggers) {
       if (caller.mayUseProject(row.project())
           && tx.dao(WorkflowDao.class).find(ws, row.workflowId()).filter(w -> !w.archived()).isPresent()) {

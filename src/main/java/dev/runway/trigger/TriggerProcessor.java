@@ -117,6 +117,9 @@ public final class TriggerProcessor implements AutoCloseable {
         moved |= turn(ws.get());
       } catch (LostRequest e) {
         LOG.info("triggered run request {} was taken over by another processor", e.getMessage());
+      } catch (RuntimeException e) {
+        // One workspace's failure (its commit refused, say) does not stop the others' turns.
+        LOG.warn("could not make triggered runs of workspace {}: {}", ws.get(), e.getMessage());
       }
     }
     return moved;
