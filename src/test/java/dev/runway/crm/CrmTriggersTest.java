@@ -288,6 +288,23 @@ class CrmTriggersTest {
   }
 
   @BothDatabases
+  void two_processors_share_a_backlog_and_make_each_run_once(Api api) {
+    api.test(http -> {
+      onCreated(http, "shared-", 2, "crm");
+      assertEquals(200, http.post(SYNC, newRecords("s-", 500)).status());
+      // As two instances on one database: each claims with its own leases.
+      try (TriggerProcessor one = processor(api); TriggerProcessor two = processor(api)) {
+        settled(api, api.workspace);
+      }
+      List<String> made = new ArrayList<>(runs(api, "shared-0").stream().map(r -> "shared-0 " + r).toList());
+      made.addAll(runs(api, "shared-1").stream().map(r -> "shared-1 " + r).toList());
+      assertEquals(1000, made.size());
+      assertEquals(1000, new HashSet<>(made).size(), "none twice");
+      assertEquals(1000, countRuns(api, api.workspace));
+    });
+  }
+
+  @BothDatabases
   void one_workspaces_backlog_does_not_hold_back_anothers_runs(Api api) {
     String other = Api.newWorkspaceId();
     String otherKey = api.keyIn(other, null, Scope.values());
