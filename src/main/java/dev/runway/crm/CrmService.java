@@ -217,12 +217,12 @@ public final class CrmService {
     triggers.sort(Comparator.comparing(TriggerRow::workflowId));
     List<Trigger> firing = new ArrayList<>();
     List<String> workflowIds = new ArrayList<>();
-    if (triggers.size() > RunRequest.MAX_TARGETS) {
-      LOG.warn("{} workflows of workspace {} listen to {}: only the first {} are started", triggers.size(), ws, type,
-          RunRequest.MAX_TARGETS);
-      triggers = triggers.subList(0, RunRequest.MAX_TARGETS);
-    }
     for (TriggerRow row : triggers) {
+      if (firing.size() == RunRequest.MAX_TARGETS) {
+        LOG.warn("more than {} workflows of workspace {} listen to {}: only the first {} (by id) are started",
+            RunRequest.MAX_TARGETS, ws, type, RunRequest.MAX_TARGETS);
+        break;
+      }
       if (caller.mayUseProject(row.project())
           && tx.dao(WorkflowDao.class).find(ws, row.workflowId()).filter(w -> !w.archived()).isPresent()) {
         firing.add(row.trigger());

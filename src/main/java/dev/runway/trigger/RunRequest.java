@@ -11,8 +11,12 @@ import java.util.List;
 public record RunRequest(String id, String workspaceId, String targets, int done, String inputs, String actor,
     Instant createdAt, String leaseOwner, Instant leaseUntil) {
 
-  /** Targets of one request at most: each one's run id is derived from the request's id and its index (see Ids#derived). */
-  public static final int MAX_TARGETS = 65_536;
+  /**
+   * Workflows one change starts at most: a bound on a change's fan-out that keeps a request's
+   * targets within their column (130 characters each at most) and its index within a derived
+   * run id's (see Ids#derived).
+   */
+  public static final int MAX_TARGETS = 1_000;
 
   /** One workflow to start, in the project the trigger names. */
   public record Target(String workflowId, String project) {}
