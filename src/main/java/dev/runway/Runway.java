@@ -8,6 +8,7 @@ import dev.runway.db.Database;
 import dev.runway.engine.Engine;
 import dev.runway.workflow.WorkflowFiles;
 import dev.runway.http.InFlightLimit;
+import dev.runway.trigger.TriggerProcessor;
 import dev.runway.metrics.Metrics;
 import dev.runway.webhook.WebhookDispatcher;
 import io.javalin.Javalin;
@@ -46,17 +47,20 @@ public final class Runway implements AutoCloseable {
   private final Duration shutdownGrace;
   private final Engine engine;
   private final WebhookDispatcher webhooks;
+  private final TriggerProcessor triggers;
   private final ScheduledExecutorService housekeeping;
   private final String firstAdminKey;
   private final String firstSetupCode;
 
   private Runway(Services services, Javalin app, InFlightLimit inFlight, Duration shutdownGrace, Engine engine,
-      WebhookDispatcher webhooks, ScheduledExecutorService housekeeping, String firstAdminKey, String firstSetupCode) {
+      TriggerProcessor triggers, WebhookDispatcher webhooks, ScheduledExecutorService housekeeping,
+      String firstAdminKey, String firstSetupCode) {
     this.services = services;
     this.app = app;
     this.inFlight = inFlight;
     this.shutdownGrace = shutdownGrace;
     this.engine = engine;
+    this.triggers = triggers;
     this.webhooks = webhooks;
     this.housekeeping = housekeeping;
     this.firstAdminKey = firstAdminKey;
@@ -96,11 +100,16 @@ public final class Runway implements AutoCloseable {
    */
   private static Runway start(ServerSettings settings, Database database, Metrics metrics) {
     AtomicReference<Engine> engine = new AtomicReference<>();
+    AtomicReference<TriggerProcessor> triggers = new AtomicReference<>();
     WebhookDispatcher webhooks = null;
     Services services = Services.over(database, settings, metrics, () -> {
       Engine started = engine.get();
       if (started != null) {
         started.wake();
+      }
+      TriggerProcessor processor = triggers.get();
+      if (processor != null) {
+        processor.wake();
       }
     });
     InFlightLimit inFlight = InFlightLimit.untilReady(settings.maxInFlight(), settings.maxInFlightPerKey());
@@ -119,6 +128,9 @@ public final class Runway implements AutoCloseable {
             services.secrets(), database.isSingleProcess());
         engine.set(started);
         metrics.watchEngine(started::backlog, started::callsInFlight, started::callBytesInFlight);
+        // Runs that CRM changes queued are made by the instances that run the engine.
+        triggers.set(TriggerProcessor.start(database.jdbi(), database.committer(), services.runs(),
+            settings.engine().pollInterval(), settings.engine().lease(), database.isSingleProcess()));
       }
       if (settings.webhooks().enabled()) {
         webhooks = WebhookDispatcher.start(services.webhooks(), database.isSingleProcess());
@@ -145,14 +157,17 @@ public final class Runway implements AutoCloseable {
       });
       housekeeping.scheduleWithFixedDelay(() -> sweep(services), 1, 10, TimeUnit.MINUTES);
       inFlight.ready();
-      return new Runway(services, app, inFlight, settings.shutdownGrace(), engine.get(), webhooks, housekeeping,
-          adminKey, setupCode);
+      return new Runway(services, app, inFlight, settings.shutdownGrace(), engine.get(), triggers.get(), webhooks,
+          housekeeping, adminKey, setupCode);
     } catch (RuntimeException e) {
       failed.set(true);
       try {
         http.join().stop();
       } catch (CompletionException httpFailed) {
         // it did not start: nothing to stop
+      }
+      if (triggers.get() != null) {
+        triggers.get().close();
       }
       if (engine.get() != null) {
         engine.get().close();
@@ -239,6 +254,9 @@ public final class Runway implements AutoCloseable {
       LOG.warn("stopping with requests still in flight after {} ms", shutdownGrace.toMillis());
     }
     app.stop();
+    if (triggers != null) {
+      triggers.close();
+    }
     if (engine != null) {
       engine.close();
     }

@@ -76,6 +76,34 @@ public final class Ids {
     return prefix + "_" + new String(out);
   }
 
+  /**
+   * The id a record made for {@code index} (0-65535) of another record {@code fromId} gets: always
+   * the same, so that making it twice collides on a unique key instead of making two. It has the
+   * time and the low 64 random bits of {@code fromId}, then the index: ids derived from one id sort
+   * by index, and those of ids made one after another in one millisecond sort as those do.
+   */
+  public static String derived(String prefix, String fromId, int index) {
+    if (index < 0 || index > 0xffff) {
+      throw new IllegalArgumentException("index " + index + " is outside 0-65535");
+    }
+    String body = fromId.substring(fromId.indexOf('_') + 1);
+    if (body.length() != BODY_LENGTH) {
+      throw new IllegalArgumentException("not an id: " + fromId);
+    }
+    long hi = 0;
+    long lo = 0;
+    for (int i = 0; i < BODY_LENGTH; i++) {
+      int v = indexOf(body.charAt(i));
+      if (v < 0) {
+        throw new IllegalArgumentException("not an id: " + fromId);
+      }
+      hi = (hi << 5) | (lo >>> 59);
+      lo = (lo << 5) | v;
+    }
+    long millis = hi >>> 16;
+    return encode(prefix, (millis << 16) | (lo >>> 48), (lo << 16) | index);
+  }
+
   /** Whether text has the shape of an id with this prefix. */
   public static boolean looksLike(String prefix, String text) {
     if (text == null || text.length() != prefix.length() + 1 + BODY_LENGTH || !text.startsWith(prefix + "_")) {

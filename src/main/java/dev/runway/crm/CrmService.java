@@ -14,11 +14,14 @@ import dev.runway.quota.Quota;
 import dev.runway.quota.QuotaDao;
 import dev.runway.quota.Quotas;
 import dev.runway.run.RunService;
+import dev.runway.trigger.RunRequest;
+import dev.runway.trigger.RunRequestDao;
 import dev.runway.workflow.Trigger;
-import dev.runway.workflow.Workflow;
 import dev.runway.workflow.WorkflowDao;
 import java.time.Duration;
 import java.time.Instant;
+import java.util.ArrayList;
+import java.util.Comparator;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -26,12 +29,15 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import org.jdbi.v3.core.Jdbi;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * CRM records of a workspace: batch upserts by external id (sync), tombstones, reads, the change
- * feed, and the workflow runs that record changes start in the same commit.
+ * feed, and the requests for the workflow runs that record changes trigger, queued in the same commit.
  */
 public final class CrmService {
+  private static final Logger LOG = LoggerFactory.getLogger(CrmService.class);
   private final Jdbi jdbi;
   private final GroupCommitter committer;
   private final RunService runs;
@@ -70,7 +76,7 @@ public final class CrmService {
   /** A sync's answer (JSON), and whether it is the stored answer of an earlier request with the same Idempotency-Key. */
   public record Synced(String body, boolean replayed) {}
 
-  /** What a sync's transaction did: its answer, whether runs it started have work due now, and its plan. */
+  /** What a sync's transaction did: its answer, whether it queued triggered runs, and its plan. */
   private record Applied(String body, boolean runsDue, SyncPlan plan) {}
 
   /**
@@ -138,7 +144,7 @@ public final class CrmService {
     return byOutcome;
   }
 
-  /** Deletes a record (a tombstone, with its change and triggered runs); 404 if there is none; deleting twice is fine. */
+  /** Deletes a record (a tombstone, with its change and the requests for its triggered runs); 404 if there is none; deleting twice is fine. */
   public CrmRecord delete(Principal caller, String type, String externalId, CrmSettings limits) {
     String ws = caller.workspaceId();
     Deleted deleted = committer.commit(ws, tx -> {
@@ -160,7 +166,7 @@ public final class CrmService {
 
   private record Deleted(CrmRecord record, boolean runsDue) {}
 
-  /** Stores the plan's writes with their changes, counts and triggered runs; true if runs have work due now. */
+  /** Stores the plan's writes with their changes, counts and requests for triggered runs; true if it queued some. */
   private boolean apply(Tx tx, Principal caller, String type, SyncPlan plan, Instant now, int maxObjectTypes) {
     if (plan.writes.isEmpty()) {
       return false;
@@ -186,7 +192,7 @@ public final class CrmService {
     }
     CrmDao.write(tx, plan.writes);
     tx.outbox().publish(tx, ws, Ids.newId("evt", now.toEpochMilli()), CHANGED_EVENT, now, () -> changedData(type, plan));
-    return startTriggeredRuns(tx, caller, type, plan.writes);
+    return queueTriggeredRuns(tx, caller, type, plan.writes, now);
   }
 
   private static String changedData(String type, SyncPlan plan) {
@@ -210,28 +216,53 @@ public final class CrmService {
     return Json.string(data);
   }
 
-  /** One run per change and workflow whose trigger asks for it, in the transaction of the change. */
-  private boolean startTriggeredRuns(Tx tx, Principal caller, String type, List<SyncPlan.Write> writes) {
-    List<TriggerRow> triggers = CrmDao.triggers(tx.connection(), caller.workspaceId(), type);
-    boolean due = false;
+  /**
+   * Queues, in the transaction of the changes, one run request per change that some trigger asks
+   * for: the trigger processor makes the runs later, a few per commit (see TriggerProcessor), so a
+   * write's commit stays small however many workflows listen. Only triggers whose project the
+   * caller's key may use fire: a key limited to projects starts no run outside them this way
+   * either. True if something was queued (then wake the processor after the commit).
+   */
+  private boolean queueTriggeredRuns(Tx tx, Principal caller, String type, List<SyncPlan.Write> writes, Instant now) {
+    String ws = caller.workspaceId();
+    List<TriggerRow> triggers = new ArrayList<>(CrmDao.triggers(tx.connection(), ws, type));
+    if (triggers.isEmpty()) {
+      return false;
+    }
+    triggers.sort(Comparator.comparing(TriggerRow::workflowId));
+    List<Trigger> firing = new ArrayList<>();
+    List<String> workflowIds = new ArrayList<>();
     for (TriggerRow row : triggers) {
-      Optional<Workflow> workflow = tx.dao(WorkflowDao.class).find(caller.workspaceId(), row.workflowId())
-          .filter(w -> !w.archived());
-      if (workflow.isEmpty()) {
-        continue;
+      if (firing.size() == RunRequest.MAX_TARGETS) {
+        LOG.warn("more than {} workflows of workspace {} listen to {}: only the first {} (by id) are started",
+            RunRequest.MAX_TARGETS, ws, type, RunRequest.MAX_TARGETS);
+        break;
       }
-      Trigger trigger = row.trigger();
-      for (SyncPlan.Write write : writes) {
-        if (trigger.startsOn(write.change())) {
-          ObjectNode inputs = Json.MAPPER.createObjectNode().put("change", write.change());
-          ObjectNode record = Json.MAPPER.valueToTree(RecordView.of(write.next()));
-          record.set("properties", write.properties() != null ? write.properties() : Json.tree(write.next().properties()));
-          inputs.set("record", record);
-          due |= runs.startInTransaction(tx, workflow.get(), trigger.project(), inputs, caller.keyId());
-        }
+      if (caller.mayUseProject(row.project())
+          && tx.dao(WorkflowDao.class).find(ws, row.workflowId()).filter(w -> !w.archived()).isPresent()) {
+        firing.add(row.trigger());
+        workflowIds.add(row.workflowId());
       }
     }
-    return due;
+    boolean queued = false;
+    for (SyncPlan.Write write : writes) {
+      List<RunRequest.Target> targets = new ArrayList<>();
+      for (int i = 0; i < firing.size(); i++) {
+        if (firing.get(i).startsOn(write.change())) {
+          targets.add(new RunRequest.Target(workflowIds.get(i), firing.get(i).project()));
+        }
+      }
+      if (targets.isEmpty()) {
+        continue;
+      }
+      ObjectNode inputs = Json.MAPPER.createObjectNode().put("change", write.change());
+      ObjectNode record = Json.MAPPER.valueToTree(RecordView.of(write.next()));
+      record.set("properties", write.properties() != null ? write.properties() : Json.tree(write.next().properties()));
+      inputs.set("record", record);
+      RunRequestDao.queue(tx, Ids.newId("rrq", now.toEpochMilli()), ws, targets, Json.string(inputs), caller.keyId(), now);
+      queued = true;
+    }
+    return queued;
   }
 
   private static String answer(SyncPlan plan) {

@@ -162,26 +162,33 @@ public final class RunService {
   }
 
   private Run newRun(Workflow workflow, String project, ObjectNode inputs) {
+    return newRun(Ids.newId("run", Time.now().toEpochMilli()), workflow, project, inputs);
+  }
+
+  private Run newRun(String runId, Workflow workflow, String project, ObjectNode inputs) {
     Template template = template(workflow);
     Instant now = Time.now();
-    return new Run(Ids.newId("run", now.toEpochMilli()), workflow.workspaceId(), Run.WORKFLOW, workflow.id(), null,
+    return new Run(runId, workflow.workspaceId(), Run.WORKFLOW, workflow.id(), null,
         project, RunStatus.RUNNING.wireName(), workflow.requiresApproval(), Json.string(inputs),
         now, now, null, null, null, template.definition(), template.steps(),
         workflow.requiresApproval() ? -1 : 0, now, null, null, 0);
   }
 
   /**
-   * Starts a run of {@code workflow} within {@code tx}, the transaction of what started it (a CRM
-   * record change), so both commit or neither does. {@code actor} is named by its start event.
-   * Returns whether the engine has work for it at once: then call {@link #runsBecameDue} after the commit.
+   * Starts a run of {@code workflow} with the id {@code runId} within {@code tx}, the transaction
+   * that also marks what asked for it as done (a queued trigger request), so both commit or neither
+   * does; a second start with the same id fails on the run's primary key. {@code actor} is named by
+   * its start event. Returns whether the engine has work for it at once: then call
+   * {@link #runsBecameDue} after the commit.
    */
-  public boolean startInTransaction(Tx tx, Workflow workflow, String project, ObjectNode inputs, String actor) {
-    Firsts firsts = firstMoves(newRun(workflow, project, inputs), actor);
+  public boolean startInTransaction(Tx tx, String runId, Workflow workflow, String project, ObjectNode inputs,
+      String actor) {
+    Firsts firsts = firstMoves(newRun(runId, workflow, project, inputs), actor);
     insert(tx, firsts);
     return firsts.callDue();
   }
 
-  /** Tells the engine that runs started by {@link #startInTransaction} have work due now. */
+  /** Tells the engine (and the trigger processor) that runs started by {@link #startInTransaction}, or requested, have work due now. */
   public void runsBecameDue() {
     runDue.run();
   }

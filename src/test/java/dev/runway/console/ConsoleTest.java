@@ -22,7 +22,7 @@ import java.util.regex.Pattern;
  * expiry and sign-out, a key shown once and its revocation seen by /v1, and one account never
  * reaching another workspace's keys, also by editing ids in URLs.
  */
-class ConsoleTest {
+public class ConsoleTest {
   private static final String PASSWORD = "correct horse battery staple 7";
   private static final Pattern KEY = Pattern.compile("<code id=\"new-key\">(wsk_[0-9A-Za-z]+)</code>");
 
@@ -31,7 +31,7 @@ class ConsoleTest {
   }
 
   /** Signs up a new account in the browser and signs in with it; returns its email. */
-  static String signUp(Browser browser) {
+  public static String signUp(Browser browser) {
     String email = email();
     assertEquals(200, browser.get("/console/signup").status());
     Browser.Page done = browser.post("/console/signup", "email", email, "password", PASSWORD);

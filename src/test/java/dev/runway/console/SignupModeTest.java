@@ -123,7 +123,7 @@ class SignupModeTest {
       assertTrue(linked.body().contains("value=\"" + code + "\""), "the link fills the code in");
       Browser.Page done = browser.post("/console/signup", "email", email, "password", PASSWORD, "setup_code", code);
       assertEquals(303, done.status(), done::toString);
-      assertEquals("/console/keys", done.header("Location"));
+      assertEquals("/console/signin?notice=signed-up", done.header("Location"));
       assertNotEquals(api.workspace, workspaceOf(api, email), "a workspace of its own");
 
       Browser other = new Browser(http.origin());

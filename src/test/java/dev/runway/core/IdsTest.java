@@ -1,6 +1,7 @@
 package dev.runway.core;
 
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.ArrayList;
@@ -25,6 +26,21 @@ class IdsTest {
     // The first 10 characters after the prefix are the millisecond.
     String time = ids.get(0).substring(4, 14);
     assertTrue(ids.stream().allMatch(id -> id.substring(4, 14).equals(time)), "one millisecond: " + ids);
+  }
+
+  @Test
+  void derived_ids_are_the_same_each_time_and_sort_by_their_source_then_their_index() {
+    Ids.Sequence sequence = new Ids.Sequence();
+    String first = sequence.next("rrq", T);
+    String second = sequence.next("rrq", T);
+    assertEquals(Ids.derived("run", first, 3), Ids.derived("run", first, 3));
+    List<String> derived = List.of(Ids.derived("run", first, 0), Ids.derived("run", first, 1),
+        Ids.derived("run", first, 65535), Ids.derived("run", second, 0));
+    for (int i = 1; i < derived.size(); i++) {
+      assertTrue(derived.get(i - 1).compareTo(derived.get(i)) < 0, derived.toString());
+      assertTrue(Ids.looksLike("run", derived.get(i)), derived.get(i));
+    }
+    assertEquals(first.substring(4, 14), derived.get(0).substring(4, 14), "the source's millisecond");
   }
 
   @Test

@@ -71,10 +71,7 @@ class QuotasTest {
   void a_key_past_the_quota_made_in_the_console_is_a_clear_page_and_not_stored(Api api) {
     api.testWithServices(s -> s.with("quotas.keys_per_workspace", "1"), http -> {
       Browser browser = new Browser(http.origin());
-      browser.get("/console/signup");
-      String email = "q-" + java.util.UUID.randomUUID().toString().substring(0, 8) + "@example.com";
-      assertEquals(303, browser.post("/console/signup", "email", email, "password", "correct horse battery staple 7")
-          .status());
+      String email = dev.runway.console.ConsoleTest.signUp(browser);
       browser.get("/console/keys");
       assertEquals(201, browser.post("/console/keys", "name", "first", "expiry", "never", "scope", "runs:read").status());
       browser.get("/console/keys");
