@@ -48,7 +48,8 @@ public record ServerSettings(
     WebhookSettings webhooks,
     StreamSettings streams,
     ConsoleSettings console,
-    MetricsSettings metrics) {
+    MetricsSettings metrics,
+    int maxPageBytes) {
 
   public static ServerSettings from(Settings s) {
     String url = s.string("db.url");
@@ -99,7 +100,8 @@ public record ServerSettings(
         WebhookSettings.from(s),
         StreamSettings.from(s),
         ConsoleSettings.from(s),
-        MetricsSettings.from(s));
+        MetricsSettings.from(s),
+        s.integer("http.max_page_bytes", 1024, 64 * 1024 * 1024));
   }
 
   private static boolean isKey(String base64) {

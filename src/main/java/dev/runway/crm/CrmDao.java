@@ -1,6 +1,7 @@
 package dev.runway.crm;
 
 import dev.runway.db.Jdbc;
+import dev.runway.db.Slice;
 import dev.runway.db.Tx;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
@@ -91,16 +92,35 @@ public interface CrmDao {
   List<CrmRecord> page(String ws, String type, String after, @Define("filters") String filters,
       Instant updatedAfter, int limit);
 
-  default List<CrmRecord> page(String ws, String type, String after, Instant updatedAfter, boolean includeDeleted,
-      int limit) {
+  /** The sizes of the stored properties of the records {@link #page} would read, in its order. */
+  @SqlQuery("SELECT LENGTH(properties) FROM crm_record WHERE workspace_id = :ws AND object_type = :type "
+      + "AND external_id > :after <filters> ORDER BY workspace_id, object_type, external_id LIMIT :limit")
+  List<Long> pageSizes(String ws, String type, String after, @Define("filters") String filters,
+      Instant updatedAfter, int limit);
+
+  /** Up to {@code limit} records after {@code after} whose properties fit in {@code maxBytes} (at least one). */
+  default Slice<CrmRecord> page(String ws, String type, String after, Instant updatedAfter, boolean includeDeleted,
+      int limit, long maxBytes) {
     String filters = (includeDeleted ? "" : "AND deleted = FALSE ")
         + (updatedAfter == null ? "" : "AND updated_at > :updatedAfter");
-    return page(ws, type, after == null ? "" : after, filters, updatedAfter, limit);
+    String from = after == null ? "" : after;
+    return Slice.within(pageSizes(ws, type, from, filters, updatedAfter, limit + 1), limit, maxBytes,
+        rows -> page(ws, type, from, filters, updatedAfter, rows));
   }
 
   @SqlQuery("SELECT * FROM crm_change WHERE workspace_id = :ws AND object_type = :type AND seq > :after "
       + "ORDER BY workspace_id, object_type, seq LIMIT :limit")
   List<CrmChange> changes(String ws, String type, long after, int limit);
+
+  @SqlQuery("SELECT LENGTH(properties) FROM crm_change WHERE workspace_id = :ws AND object_type = :type "
+      + "AND seq > :after ORDER BY workspace_id, object_type, seq LIMIT :limit")
+  List<Long> changeSizes(String ws, String type, long after, int limit);
+
+  /** Up to {@code limit} changes after {@code after} whose properties fit in {@code maxBytes} (at least one). */
+  default Slice<CrmChange> changes(String ws, String type, long after, int limit, long maxBytes) {
+    return Slice.within(changeSizes(ws, type, after, limit + 1), limit, maxBytes,
+        rows -> changes(ws, type, after, rows));
+  }
 
   @SqlQuery("SELECT * FROM crm_object_type WHERE workspace_id = :ws AND object_type = :type")
   Optional<CrmObjectType> objectType(String ws, String type);

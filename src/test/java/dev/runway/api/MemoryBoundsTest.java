@@ -1,0 +1,139 @@
+package dev.runway.api;
+
+import static dev.runway.support.Problems.assertProblem;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import dev.runway.http.ApiException;
+import dev.runway.http.RequestBodies;
+import dev.runway.support.Api;
+import dev.runway.support.BothDatabases;
+import dev.runway.support.Http;
+import java.lang.management.ManagementFactory;
+import java.nio.charset.StandardCharsets;
+import org.junit.jupiter.api.Test;
+
+/**
+ * What one request may make the server hold is bounded by bytes, not by rows: bodies are counted
+ * before their tree is built, pages stop early at their byte budget, event payloads leave step
+ * outputs out, the dispatcher keeps its bodies in flight under a byte budget.
+ */
+class MemoryBoundsTest {
+  private static final String SYNC = "/v1/crm/contacts/records/sync";
+
+  /** {"records":[{},{},…]}: 3 bytes of text for each record, about 90 of tree. */
+  static String emptyRecords(int count) {
+    StringBuilder body = new StringBuilder(count * 3 + 16).append("{\"records\":[");
+    for (int i = 0; i < count; i++) {
+      body.append(i == 0 ? "{}" : ",{}");
+    }
+    return body.append("]}").toString();
+  }
+
+  @BothDatabases
+  void a_sync_of_350000_empty_records_is_refused_with_400_naming_records(Api api) {
+    api.test(http -> {
+      String body = emptyRecords(349_000);
+      assertTrue(body.length() < 1024 * 1024, "within the sync's 1 MiB");
+      assertProblem(http.post(SYNC, body), 400, "validation_failed", "records");
+    });
+  }
+
+  @BothDatabases
+  void a_body_of_more_values_than_runway_accepts_is_refused_with_413(Api api) {
+    api.test(http -> {
+      // One record whose property holds 200,000 numbers: 1,000 records or fewer, but too many values.
+      StringBuilder zeros = new StringBuilder();
+      for (int i = 0; i < 200_000; i++) {
+        zeros.append(i == 0 ? "0" : ",0");
+      }
+      String body = "{\"records\":[{\"external_id\":\"a\",\"properties\":{\"p\":[" + zeros + "]}}]}";
+      assertProblem(http.post(SYNC, body), 413, "body_too_large");
+    });
+  }
+
+  /** Follows next_cursor from {@code first} to the end; checks every page but the last stops early by bytes. */
+  static java.util.List<String> readAll(Http http, String first, String cursorParam, String idField, int perPage) {
+    java.util.List<String> ids = new java.util.ArrayList<>();
+    String path = first;
+    for (int pages = 0; pages < 100; pages++) {
+      Http.Reply page = http.get(path);
+      assertEquals(200, page.status(), page::toString);
+      JsonNode data = page.json().get("data");
+      assertTrue(data.size() >= 1, "a page holds at least one row");
+      assertTrue(data.size() <= perPage, () -> "a page of " + data.size() + " rows passes its byte budget");
+      data.forEach(row -> ids.add(row.get(idField).asText()));
+      if (!page.json().get("has_more").asBoolean()) {
+        return ids;
+      }
+      String next = page.json().get("next_cursor").asText();
+      path = first + (first.contains("?") ? "&" : "?") + cursorParam + "=" + next;
+    }
+    throw new AssertionError("more than 100 pages");
+  }
+
+  @BothDatabases
+  void a_page_of_crm_records_or_changes_stops_early_at_its_byte_budget_with_has_more(Api api) {
+    String value = "v".repeat(10_000);
+    StringBuilder records = new StringBuilder();
+    for (int i = 0; i < 30; i++) {
+      records.append(i == 0 ? "" : ",").append("{\"external_id\":\"r").append(100 + i)
+          .append("\",\"properties\":{\"p\":\"").append(value).append("\"}}");
+    }
+    // 32 KiB a page: three records of 10 KB.
+    api.testWith(s -> s.with("http.max_page_bytes", "32768"), http -> {
+      Http.Reply sync = http.post(SYNC, "{\"records\":[" + records + "]}");
+      assertEquals(200, sync.status(), sync::toString);
+      Http.Reply first = http.get("/v1/crm/contacts/records?limit=1000");
+      assertEquals(3, first.json().get("data").size(), first.body().substring(0, 200));
+      assertTrue(first.json().get("has_more").asBoolean());
+      assertEquals("r102", first.json().get("next_cursor").asText());
+      java.util.List<String> all = readAll(http, "/v1/crm/contacts/records?limit=1000", "starting_after",
+          "external_id", 3);
+      assertEquals(30, all.size());
+      assertEquals(30, new java.util.HashSet<>(all).size());
+
+      java.util.List<String> changes = readAll(http, "/v1/crm/contacts/changes?limit=1000", "after",
+          "external_id", 3);
+      assertEquals(30, changes.size());
+    });
+  }
+
+  @BothDatabases
+  void a_page_of_runs_stops_early_at_its_byte_budget_with_has_more(Api api) {
+    api.workflowThatCalls("big");
+    String input = "i".repeat(20_000);
+    // 64 KiB a page: each run stores its 20 KB of inputs and its definition.
+    api.testWith(s -> s.with("http.max_page_bytes", "65536"), http -> {
+      for (int i = 0; i < 12; i++) {
+        Http.Reply started = http.post("/v1/workflows/big/runs",
+            "{\"project\":\"p\",\"inputs\":{\"blob\":\"" + input + "\"}}");
+        assertEquals(200, started.status(), () -> "status " + started.status());
+      }
+      Http.Reply first = http.get("/v1/runs?limit=100");
+      int size = first.json().get("data").size();
+      assertTrue(size >= 1 && size <= 3, () -> "a page of " + size + " runs of 20 KB within 64 KiB");
+      assertTrue(first.json().get("has_more").asBoolean());
+      java.util.List<String> all = readAll(http, "/v1/runs?limit=100", "starting_after", "id", 3);
+      assertEquals(12, all.size());
+    });
+  }
+
+  @Test
+  void the_records_of_a_sync_are_counted_before_a_tree_is_built() {
+    byte[] body = emptyRecords(349_000).getBytes(StandardCharsets.UTF_8);
+    com.sun.management.ThreadMXBean threads = (com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean();
+    long thread = Thread.currentThread().getId();
+    // Once before measuring, so that loading classes is not counted.
+    assertThrows(ApiException.class, () -> RequestBodies.parseObject(body, "records", 1000, "too many records"));
+    long before = threads.getThreadAllocatedBytes(thread);
+    ApiException refused = assertThrows(ApiException.class,
+        () -> RequestBodies.parseObject(body, "records", 1000, "too many records"));
+    long allocated = threads.getThreadAllocatedBytes(thread) - before;
+    assertEquals("records", refused.param());
+    // The tree of 350,000 empty objects is about 30 MB; counting them allocates next to nothing.
+    assertTrue(allocated < 4 * 1024 * 1024, () -> "allocated " + allocated + " bytes");
+  }
+}
