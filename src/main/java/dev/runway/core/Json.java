@@ -263,6 +263,34 @@ public final class Json {
     return true;
   }
 
+  /**
+   * JSON that Runway wrote itself, copied without the fields named {@code field} of the objects at
+   * {@code depth} (1: the top-level value's own fields; 2: those of its elements), token by token.
+   */
+  public static String withoutFieldsAt(String json, int depth, String field) {
+    java.io.StringWriter out = new java.io.StringWriter(json.length());
+    try (JsonParser parser = MAPPER.getFactory().createParser(json);
+         JsonGenerator generator = MAPPER.getFactory().createGenerator(out)) {
+      int level = 0;
+      for (JsonToken token = parser.nextToken(); token != null; token = parser.nextToken()) {
+        if (token == JsonToken.FIELD_NAME && level == depth && field.equals(parser.currentName())) {
+          parser.nextToken();
+          parser.skipChildren();
+          continue;
+        }
+        if (token == JsonToken.START_OBJECT || token == JsonToken.START_ARRAY) {
+          level++;
+        } else if (token == JsonToken.END_OBJECT || token == JsonToken.END_ARRAY) {
+          level--;
+        }
+        generator.copyCurrentEvent(parser);
+      }
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+    return out.toString();
+  }
+
   /** Parses JSON that Runway wrote itself (stored documents). */
   public static JsonNode tree(String json) {
     try {

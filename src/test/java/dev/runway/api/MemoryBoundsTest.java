@@ -10,7 +10,12 @@ import dev.runway.http.ApiException;
 import dev.runway.http.RequestBodies;
 import dev.runway.support.Api;
 import dev.runway.support.BothDatabases;
+import dev.runway.engine.Engine;
 import dev.runway.support.Http;
+import dev.runway.support.Runs;
+import dev.runway.support.ToolServer;
+import dev.runway.support.WebhookReceiver;
+import java.time.Duration;
 import java.lang.management.ManagementFactory;
 import java.nio.charset.StandardCharsets;
 import org.junit.jupiter.api.Test;
@@ -119,6 +124,47 @@ class MemoryBoundsTest {
       java.util.List<String> all = readAll(http, "/v1/runs?limit=100", "starting_after", "id", 3);
       assertEquals(12, all.size());
     });
+  }
+
+  @BothDatabases
+  void a_run_event_carries_the_run_without_step_outputs_and_within_64_KiB(Api api) {
+    String big = "{\"blob\":\"" + "o".repeat(60_000) + "\"}";
+    try (ToolServer tool = ToolServer.start(); WebhookReceiver receiver = new WebhookReceiver();
+         Engine engine = api.database().startEngine()) {
+      tool.script("/big", ToolServer.Reply.json(200, big));
+      api.testWebhooks(s -> s, http -> {
+        String step = "{\"type\":\"http\",\"url\":\"" + tool.url("/big") + "\"}";
+        Http.Reply put = http.put("/v1/workflows/big", "{\"requires_approval\":false,\"steps\":["
+            + String.join(",", java.util.Collections.nCopies(3, step)) + "]}");
+        assertTrue(put.status() == 200 || put.status() == 201, put::toString);
+        Http.Reply made = http.post("/v1/webhook_endpoints", "{\"url\":\"" + receiver.url("/all")
+            + "\",\"event_types\":[\"*\"]}");
+        assertEquals(201, made.status(), made::toString);
+        receiver.trust(made.json().get("secret").asText());
+
+        String runId = Runs.start(http, "big", "p", "{}").get("id").asText();
+        Runs.awaitStatus(http, runId, "succeeded");
+        java.util.List<WebhookReceiver.Delivery> got = receiver.await(Duration.ofSeconds(60),
+            d -> d.stream().anyMatch(x -> x.type().equals("run.succeeded")), "run.succeeded");
+        for (WebhookReceiver.Delivery d : got) {
+          JsonNode data = d.body().get("data");
+          assertEquals(runId, data.get("id").asText());
+          assertEquals("/v1/runs/" + runId, data.get("url").asText());
+          assertTrue(d.body().toString().length() < 64 * 1024 + 1024, () -> d.type() + " is "
+              + d.body().toString().length() + " chars");
+          for (JsonNode s : data.path("steps")) {
+            assertTrue(s.path("output").isMissingNode(), () -> d.type() + " carries a step's output");
+          }
+        }
+        JsonNode done = got.stream().filter(x -> x.type().equals("run.succeeded")).findFirst().orElseThrow()
+            .body().get("data");
+        assertEquals(3, done.get("steps").size());
+        assertEquals("succeeded", done.get("steps").get(2).get("status").asText());
+        // The run itself, read through the link, still has every output.
+        JsonNode run = http.get("/v1/runs/" + runId).json();
+        assertEquals(60_000, run.get("steps").get(2).get("output").get("blob").asText().length());
+      });
+    }
   }
 
   @Test
