@@ -13,6 +13,7 @@ import dev.runway.support.BothDatabases;
 import dev.runway.engine.Engine;
 import dev.runway.support.Http;
 import dev.runway.support.Runs;
+import dev.runway.support.TestDatabase;
 import dev.runway.support.ToolServer;
 import dev.runway.support.WebhookReceiver;
 import java.time.Duration;
@@ -163,6 +164,50 @@ class MemoryBoundsTest {
         // The run itself, read through the link, still has every output.
         JsonNode run = http.get("/v1/runs/" + runId).json();
         assertEquals(60_000, run.get("steps").get(2).get("output").get("blob").asText().length());
+      });
+    }
+  }
+
+  @BothDatabases
+  void the_webhook_dispatcher_holds_bodies_within_its_byte_budget(Api api) {
+    api.workflow("w", false);
+    String blob = "b".repeat(30_000);
+    long budget = 131_072;
+    try (WebhookReceiver receiver = new WebhookReceiver()) {
+      // A slow endpoint: each delivery waits 300 ms for its answer, so they pile up.
+      receiver.script("/slow", new WebhookReceiver.Reply(200, null, Duration.ofMillis(300)));
+      api.testWebhooks(s -> s.with("webhooks.max_bytes_in_flight", Long.toString(budget)), (http, dispatcher) -> {
+        java.util.concurrent.atomic.AtomicLong peak = new java.util.concurrent.atomic.AtomicLong();
+        java.util.concurrent.atomic.AtomicBoolean watching = new java.util.concurrent.atomic.AtomicBoolean(true);
+        Thread watcher = new Thread(() -> {
+          while (watching.get()) {
+            peak.accumulateAndGet(dispatcher.bytesInFlight(), Math::max);
+            try {
+              Thread.sleep(2);
+            } catch (InterruptedException e) {
+              return;
+            }
+          }
+        });
+        watcher.start();
+        try {
+          Http.Reply made = http.post("/v1/webhook_endpoints", "{\"url\":\"" + receiver.url("/slow")
+              + "\",\"event_types\":[\"*\"]}");
+          assertEquals(201, made.status(), made::toString);
+          for (int i = 0; i < 20; i++) {
+            Http.Reply started = http.post("/v1/workflows/w/runs",
+                "{\"project\":\"p\",\"inputs\":{\"blob\":\"" + blob + "\"}}");
+            assertEquals(200, started.status(), () -> "status " + started.status());
+          }
+          // Each run without steps: run.started and run.succeeded, 40 deliveries of about 30 KB.
+          receiver.await(Duration.ofSeconds(120), d -> d.size() >= 40, "40 deliveries");
+        } finally {
+          watching.set(false);
+          watcher.join();
+        }
+        // The budget, plus what one commit may hand over past it (a run's two events).
+        assertTrue(peak.get() <= budget + 2 * 66 * 1024, () -> "held " + peak.get() + " chars of bodies");
+        assertTrue(peak.get() > 0, "the watcher saw bodies in flight");
       });
     }
   }
