@@ -42,10 +42,27 @@ public interface CrmDao {
    * (1 ms). {@code versionsOnly}: read only external_id and version (the rest is left empty).
    */
   static Map<String, CrmRecord> findAll(Connection c, String ws, String type, List<String> ids, boolean versionsOnly) {
+    return findAll(c, ws, type, ids, versionsOnly, Long.MAX_VALUE);
+  }
+
+  /**
+   * As {@link #findAll(Connection, String, String, List, boolean)}, refusing the sync with 413
+   * sync_too_large as soon as the properties read pass {@code maxChars}: 1,000 records of 64 KiB
+   * are 64 MB, read at once.
+   */
+  static Map<String, CrmRecord> findAll(Connection c, String ws, String type, List<String> ids, boolean versionsOnly,
+      long maxChars) {
     Map<String, CrmRecord> found = new HashMap<>();
+    long chars = 0;
     try (PreparedStatement ps = recordsQuery(c, ws, type, ids, versionsOnly ? "external_id, version" : "*")) {
       try (ResultSet rs = ps.executeQuery()) {
         while (rs.next()) {
+          if (!versionsOnly) {
+            chars += rs.getString("properties").length();
+            if (chars > maxChars) {
+              throw SyncPlan.tooLarge(maxChars);
+            }
+          }
           String id = rs.getString("external_id");
           found.put(id, versionsOnly ? new CrmRecord(ws, type, id, null, rs.getInt("version"), false, null, null, null)
               : new CrmRecord(ws, type, id, rs.getString("properties"), rs.getInt("version"), rs.getBoolean("deleted"),

@@ -87,9 +87,12 @@ public final class CrmService {
     String ws = caller.workspaceId();
     List<String> ids = request.items().stream().filter(i -> i.error() == null).map(SyncRequest.Item::externalId).toList();
     Map<String, CrmRecord> before = ids.isEmpty() ? Map.of()
-        : jdbi.withHandle(h -> CrmDao.findAll(h.getConnection(), ws, type, ids, false));
+        : jdbi.withHandle(h -> CrmDao.findAll(h.getConnection(), ws, type, ids, false, CrmSettings.MAX_SYNC_CHARS));
     Instant now = Time.now();
     SyncPlan plan = SyncPlan.of(ws, type, request, before, now, limits);
+    if (plan.writtenChars() > CrmSettings.MAX_SYNC_CHARS) {
+      throw SyncPlan.tooLarge(CrmSettings.MAX_SYNC_CHARS);
+    }
     if (plan.writes.isEmpty() && idempotencyKey == null) {
       count(plan);
       return CompletableFuture.completedFuture(new Synced(answer(plan), false));

@@ -91,6 +91,23 @@ public interface RunDao {
       + "AND (lease_until IS NULL OR lease_until < :now) LIMIT :atMost) due")
   int countDue(java.time.Instant now, int atMost);
 
+  @SqlQuery("SELECT " + STORED_SIZE + " FROM run WHERE due_at >= " + DUE_SINCE + " AND due_at <= :now "
+      + "AND (lease_until IS NULL OR lease_until < :now) ORDER BY due_at LIMIT :limit")
+  List<Long> dueSizes(java.time.Instant now, int limit);
+
+  @SqlQuery("SELECT " + STORED_SIZE + " FROM run WHERE due_at >= " + DUE_SINCE + " AND due_at <= :now "
+      + "AND (lease_until IS NULL OR lease_until < :now) AND workspace_id NOT IN (<except>) ORDER BY due_at LIMIT :limit")
+  List<Long> dueSizesOutside(java.time.Instant now, @BindList("except") java.util.Collection<String> except, int limit);
+
+  /**
+   * As {@link #dueRuns(java.time.Instant, java.util.Collection, int)}, as many as fit in
+   * {@code maxBytes} of stored JSON (at least one): 256 runs near their 512 KB bound are 128 MB.
+   */
+  default Slice<Run> dueRuns(java.time.Instant now, java.util.Collection<String> except, int limit, long maxBytes) {
+    List<Long> sizes = except.isEmpty() ? dueSizes(now, limit + 1) : dueSizesOutside(now, except, limit + 1);
+    return Slice.within(sizes, limit, maxBytes, rows -> dueRuns(now, except, rows));
+  }
+
   /** As {@link #dueRuns(java.time.Instant, int)}, leaving out the runs of the workspaces {@code except}. */
   default List<Run> dueRuns(java.time.Instant now, java.util.Collection<String> except, int limit) {
     return except.isEmpty() ? dueRuns(now, limit) : dueRunsOutside(now, except, limit);

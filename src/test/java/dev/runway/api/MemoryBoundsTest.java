@@ -108,6 +108,37 @@ class MemoryBoundsTest {
   }
 
   @BothDatabases
+  void a_sync_touching_more_than_4_mi_characters_of_records_is_refused_with_413(Api api) {
+    String value = "v".repeat(15_000);
+    String properties = "{\"a\":\"" + value + "\",\"b\":\"" + value + "\",\"c\":\"" + value + "\",\"d\":\""
+        + value + "\"}";
+    api.test(http -> {
+      // 80 records of 60 KB: 4.8 MB, made 16 at a time (each sync within its 1 MiB body).
+      for (int batch = 0; batch < 5; batch++) {
+        StringBuilder records = new StringBuilder();
+        for (int i = 0; i < 16; i++) {
+          records.append(i == 0 ? "" : ",").append("{\"external_id\":\"big-").append(batch * 16 + i)
+              .append("\",\"properties\":").append(properties).append('}');
+        }
+        Http.Reply made = http.post(SYNC, "{\"records\":[" + records + "]}");
+        assertEquals(200, made.status(), () -> "status " + made.status());
+      }
+      // A small merge into all 80 would read them all and copy them all into change rows.
+      StringBuilder touch = new StringBuilder();
+      for (int i = 0; i < 80; i++) {
+        touch.append(i == 0 ? "" : ",").append("{\"external_id\":\"big-").append(i)
+            .append("\",\"properties\":{\"x\":1}}");
+      }
+      assertProblem(http.post(SYNC, "{\"records\":[" + touch + "]}"), 413, "sync_too_large", "records");
+      // Fewer at a time go through.
+      String some = touch.substring(0, touch.indexOf("{\"external_id\":\"big-20\"") - 1);
+      Http.Reply fewer = http.post(SYNC, "{\"records\":[" + some + "]}");
+      assertEquals(200, fewer.status(), () -> "status " + fewer.status());
+      assertEquals(20, fewer.json().get("summary").get("updated").asInt());
+    });
+  }
+
+  @BothDatabases
   void a_page_of_runs_stops_early_at_its_byte_budget_with_has_more(Api api) {
     api.workflowThatCalls("big");
     String input = "i".repeat(20_000);
