@@ -200,6 +200,30 @@ class MemoryBoundsTest {
   }
 
   @BothDatabases
+  void a_run_event_over_64_KiB_without_outputs_carries_a_truncated_summary(Api api) {
+    api.workflow("w", false);
+    try (WebhookReceiver receiver = new WebhookReceiver()) {
+      api.testWebhooks(s -> s, http -> {
+        Http.Reply made = http.post("/v1/webhook_endpoints", "{\"url\":\"" + receiver.url("/all")
+            + "\",\"event_types\":[\"run.succeeded\"]}");
+        assertEquals(201, made.status(), made::toString);
+        // Inputs of 65,400 characters: within the 64 KiB body, past 64 KiB as a run record.
+        Http.Reply started = http.post("/v1/workflows/w/runs",
+            "{\"project\":\"p\",\"inputs\":{\"blob\":\"" + "i".repeat(65_400) + "\"}}");
+        assertEquals(200, started.status(), () -> "status " + started.status());
+        String runId = started.json().get("id").asText();
+        JsonNode data = receiver.await(Duration.ofSeconds(60), d -> !d.isEmpty(), "run.succeeded").get(0)
+            .body().get("data");
+        assertTrue(data.get("truncated").asBoolean(), data::toString);
+        assertEquals(runId, data.get("id").asText());
+        assertEquals("succeeded", data.get("status").asText());
+        assertEquals("/v1/runs/" + runId, data.get("url").asText());
+        assertTrue(data.path("inputs").isMissingNode(), "the summary leaves the inputs out");
+      });
+    }
+  }
+
+  @BothDatabases
   void the_webhook_dispatcher_holds_bodies_within_its_byte_budget(Api api) {
     api.workflow("w", false);
     String blob = "b".repeat(30_000);
