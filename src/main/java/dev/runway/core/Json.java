@@ -43,8 +43,8 @@ public final class Json {
    * How many values (objects, arrays, strings, numbers, ...) JSON from outside may hold. A tree costs
    * up to 30 times its text (an empty object in an array is 3 bytes of text and about 90 of tree), so
    * a 1 MiB body of {@code [{},{},…]} would be a 30 MB tree: the values are counted by a streaming
-   * pass before the tree is built. 100,000 values hold any sync of 1,000 records of 64 KiB bodies
-   * with room to spare, and keep a tree under about 10 MB.
+   * pass before the tree is built. 100,000 values hold a sync of 1,000 records of 97 properties
+   * each (a 1 MiB sync body rarely holds more), and keep a tree near 10 MB.
    */
   public static final int MAX_UNTRUSTED_VALUES = 100_000;
 
