@@ -53,14 +53,16 @@ public final class RunwayApp {
     threads.setName("runway-http");
     EventStreams streams = new EventStreams(services.database().jdbi(), services.database().committer(),
         services.keys(), settings.streams(), inFlight, settings.keyCache(), services.quotas());
-    RunRoutes runs = new RunRoutes(services.runs(), bodies, resumeOn(threads), streams);
+    RunRoutes runs = new RunRoutes(services.runs(), bodies, resumeOn(threads), streams,
+        settings.maxPageBytes());
     WorkflowRoutes workflows = new WorkflowRoutes(services.workflows(), bodies);
     SecretRoutes secrets = new SecretRoutes(services.secrets(), bodies);
     AgentRoutes agents = new AgentRoutes(services.agents(), bodies);
     UsageRoutes usage = new UsageRoutes(services.agents().tokens());
     WebhookRoutes webhooks = new WebhookRoutes(services.webhooks(), bodies);
     int maxSyncBytes = Math.max(settings.maxBodyBytes(), CrmSettings.MAX_SYNC_BODY_BYTES);
-    CrmRoutes crm = new CrmRoutes(services.crm(), settings.crm(), new RequestBodies(maxSyncBytes), resumeOn(threads));
+    CrmRoutes crm = new CrmRoutes(services.crm(), settings.crm(), new RequestBodies(maxSyncBytes), resumeOn(threads),
+        settings.maxPageBytes());
     ConsoleRoutes console = new ConsoleRoutes(services.accounts(), services.sessions(), services.keys(),
         settings.console(), workspace -> services.workflows().page(workspace, null, false, 100).stream()
             .map(dev.runway.workflow.Workflow::id).toList());

@@ -50,7 +50,8 @@ public record ServerSettings(
     StreamSettings streams,
     ConsoleSettings console,
     MetricsSettings metrics,
-    java.util.Map<dev.runway.quota.Quota, Integer> quotas) {
+    java.util.Map<dev.runway.quota.Quota, Integer> quotas,
+    int maxPageBytes) {
 
   public static ServerSettings from(Settings s) {
     String url = s.string("db.url");
@@ -103,7 +104,8 @@ public record ServerSettings(
         StreamSettings.from(s),
         ConsoleSettings.from(s),
         MetricsSettings.from(s),
-        dev.runway.quota.Quotas.limits(s));
+        dev.runway.quota.Quotas.limits(s),
+        s.integer("http.max_page_bytes", 1024, 64 * 1024 * 1024));
   }
 
   private static boolean isKey(String base64) {

@@ -6,6 +6,7 @@ import com.fasterxml.jackson.core.JsonParser;
 import com.fasterxml.jackson.core.JsonFactory;
 import com.fasterxml.jackson.core.JsonLocation;
 import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.core.JsonToken;
 import com.fasterxml.jackson.core.StreamReadConstraints;
 import com.fasterxml.jackson.core.exc.StreamConstraintsException;
 import com.fasterxml.jackson.databind.DeserializationFeature;
@@ -37,6 +38,15 @@ public final class Json {
    * nothing a caller or a tool sends can make a stored record unwritable or unreadable.
    */
   public static final int MAX_UNTRUSTED_DEPTH = 100;
+
+  /**
+   * How many values (objects, arrays, strings, numbers, ...) JSON from outside may hold. A tree costs
+   * up to 30 times its text (an empty object in an array is 3 bytes of text and about 90 of tree), so
+   * a 1 MiB body of {@code [{},{},…]} would be a 30 MB tree: the values are counted by a streaming
+   * pass before the tree is built. 100,000 values hold a sync of 1,000 records of 97 properties
+   * each (a 1 MiB sync body rarely holds more), and keep a tree near 10 MB.
+   */
+  public static final int MAX_UNTRUSTED_VALUES = 100_000;
 
   public static final ObjectMapper MAPPER = JsonMapper.builder()
       .propertyNamingStrategy(PropertyNamingStrategies.SNAKE_CASE)
@@ -92,7 +102,7 @@ public final class Json {
   }
 
   /** Why JSON from outside was refused: a predicate for "the request body …", "the tool's answer …". */
-  public static final class InvalidJson extends Exception {
+  public static class InvalidJson extends Exception {
     private final String path;
     private final boolean malformed;
 
@@ -122,6 +132,16 @@ public final class Json {
    * Returns null for an empty document.
    */
   public static JsonNode parseUntrusted(byte[] bytes) throws InvalidJson {
+    return parseUntrusted(bytes, null, Integer.MAX_VALUE);
+  }
+
+  /**
+   * As {@link #parseUntrusted(byte[])}, and when the document is an object whose field
+   * {@code countedArray} is an array of more than {@code maxElements} elements, refuses it with
+   * {@link TooMany} naming that field, before any tree is built.
+   */
+  public static JsonNode parseUntrusted(byte[] bytes, String countedArray, int maxElements) throws InvalidJson {
+    countValues(bytes, countedArray, maxElements);
     JsonNode node;
     try {
       node = UNTRUSTED.readTree(bytes);
@@ -148,6 +168,58 @@ public final class Json {
       throw new InvalidJson("has a string with an unpaired UTF-16 surrogate" + (bad.isEmpty() ? "" : " at " + bad), bad, false);
     }
     return node;
+  }
+
+  /** Too many values in the document, or too many elements in its counted array ({@link #path()} names it). */
+  public static final class TooMany extends InvalidJson {
+    TooMany(String message, String path) {
+      super(message, path, false);
+    }
+  }
+
+  /**
+   * A streaming pass over the document that counts its values (and the elements of the top-level
+   * array field {@code countedArray}) without keeping any, refusing the document as soon as a count
+   * passes its bound. Malformed JSON ends the pass quietly: reading the tree reports it, and what it
+   * builds up to the fault was counted here.
+   */
+  private static void countValues(byte[] bytes, String countedArray, int maxElements) throws TooMany {
+    try (JsonParser parser = UNTRUSTED.getFactory().createParser(bytes)) {
+      int values = 0;
+      int depth = 0;
+      int countedDepth = -1;
+      int elements = 0;
+      String field = null;
+      for (JsonToken token = parser.nextToken(); token != null; token = parser.nextToken()) {
+        if (token == JsonToken.FIELD_NAME) {
+          field = depth == 1 ? parser.currentName() : null;
+          continue;
+        }
+        if (token == JsonToken.END_OBJECT || token == JsonToken.END_ARRAY) {
+          if (depth == countedDepth) {
+            countedDepth = -1;
+          }
+          depth--;
+          continue;
+        }
+        if (++values > MAX_UNTRUSTED_VALUES) {
+          throw new TooMany("holds more than " + MAX_UNTRUSTED_VALUES + " JSON values", null);
+        }
+        if (depth == countedDepth && ++elements > maxElements) {
+          throw new TooMany("has more than " + maxElements + " elements in " + countedArray, countedArray);
+        }
+        if (token == JsonToken.START_OBJECT || token == JsonToken.START_ARRAY) {
+          depth++;
+          if (token == JsonToken.START_ARRAY && depth == 2 && countedArray != null && countedArray.equals(field)) {
+            countedDepth = depth;
+          }
+        }
+      }
+    } catch (TooMany e) {
+      throw e;
+    } catch (IOException | RuntimeException e) {
+      // Malformed, too deep, a number too long: reading the tree says which.
+    }
   }
 
   /** The path of the first string (value or field name) holding an unpaired surrogate, or null. */
@@ -189,6 +261,34 @@ public final class Json {
       }
     }
     return true;
+  }
+
+  /**
+   * JSON that Runway wrote itself, copied without the fields named {@code field} of the objects at
+   * {@code depth} (1: the top-level value's own fields; 2: those of its elements), token by token.
+   */
+  public static String withoutFieldsAt(String json, int depth, String field) {
+    java.io.StringWriter out = new java.io.StringWriter(json.length());
+    try (JsonParser parser = MAPPER.getFactory().createParser(json);
+         JsonGenerator generator = MAPPER.getFactory().createGenerator(out)) {
+      int level = 0;
+      for (JsonToken token = parser.nextToken(); token != null; token = parser.nextToken()) {
+        if (token == JsonToken.FIELD_NAME && level == depth && field.equals(parser.currentName())) {
+          parser.nextToken();
+          parser.skipChildren();
+          continue;
+        }
+        if (token == JsonToken.START_OBJECT || token == JsonToken.START_ARRAY) {
+          level++;
+        } else if (token == JsonToken.END_OBJECT || token == JsonToken.END_ARRAY) {
+          level--;
+        }
+        generator.copyCurrentEvent(parser);
+      }
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+    return out.toString();
   }
 
   /** Parses JSON that Runway wrote itself (stored documents). */

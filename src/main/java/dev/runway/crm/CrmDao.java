@@ -1,6 +1,7 @@
 package dev.runway.crm;
 
 import dev.runway.db.Jdbc;
+import dev.runway.db.Slice;
 import dev.runway.db.Tx;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
@@ -41,10 +42,27 @@ public interface CrmDao {
    * (1 ms). {@code versionsOnly}: read only external_id and version (the rest is left empty).
    */
   static Map<String, CrmRecord> findAll(Connection c, String ws, String type, List<String> ids, boolean versionsOnly) {
+    return findAll(c, ws, type, ids, versionsOnly, Long.MAX_VALUE);
+  }
+
+  /**
+   * As {@link #findAll(Connection, String, String, List, boolean)}, refusing the sync with 413
+   * sync_too_large as soon as the properties read pass {@code maxChars}: 1,000 records of 64 KiB
+   * are 64 MB, read at once.
+   */
+  static Map<String, CrmRecord> findAll(Connection c, String ws, String type, List<String> ids, boolean versionsOnly,
+      long maxChars) {
     Map<String, CrmRecord> found = new HashMap<>();
+    long chars = 0;
     try (PreparedStatement ps = recordsQuery(c, ws, type, ids, versionsOnly ? "external_id, version" : "*")) {
       try (ResultSet rs = ps.executeQuery()) {
         while (rs.next()) {
+          if (!versionsOnly) {
+            chars += rs.getString("properties").length();
+            if (chars > maxChars) {
+              throw SyncPlan.tooLarge(maxChars);
+            }
+          }
           String id = rs.getString("external_id");
           found.put(id, versionsOnly ? new CrmRecord(ws, type, id, null, rs.getInt("version"), false, null, null, null)
               : new CrmRecord(ws, type, id, rs.getString("properties"), rs.getInt("version"), rs.getBoolean("deleted"),
@@ -91,16 +109,35 @@ public interface CrmDao {
   List<CrmRecord> page(String ws, String type, String after, @Define("filters") String filters,
       Instant updatedAfter, int limit);
 
-  default List<CrmRecord> page(String ws, String type, String after, Instant updatedAfter, boolean includeDeleted,
-      int limit) {
+  /** The sizes of the stored properties of the records {@link #page} would read, in its order. */
+  @SqlQuery("SELECT LENGTH(properties) FROM crm_record WHERE workspace_id = :ws AND object_type = :type "
+      + "AND external_id > :after <filters> ORDER BY workspace_id, object_type, external_id LIMIT :limit")
+  List<Long> pageSizes(String ws, String type, String after, @Define("filters") String filters,
+      Instant updatedAfter, int limit);
+
+  /** Up to {@code limit} records after {@code after} whose properties fit in {@code maxBytes} (at least one). */
+  default Slice<CrmRecord> page(String ws, String type, String after, Instant updatedAfter, boolean includeDeleted,
+      int limit, long maxBytes) {
     String filters = (includeDeleted ? "" : "AND deleted = FALSE ")
         + (updatedAfter == null ? "" : "AND updated_at > :updatedAfter");
-    return page(ws, type, after == null ? "" : after, filters, updatedAfter, limit);
+    String from = after == null ? "" : after;
+    return Slice.within(pageSizes(ws, type, from, filters, updatedAfter, limit + 1), limit, maxBytes,
+        rows -> page(ws, type, from, filters, updatedAfter, rows));
   }
 
   @SqlQuery("SELECT * FROM crm_change WHERE workspace_id = :ws AND object_type = :type AND seq > :after "
       + "ORDER BY workspace_id, object_type, seq LIMIT :limit")
   List<CrmChange> changes(String ws, String type, long after, int limit);
+
+  @SqlQuery("SELECT LENGTH(properties) FROM crm_change WHERE workspace_id = :ws AND object_type = :type "
+      + "AND seq > :after ORDER BY workspace_id, object_type, seq LIMIT :limit")
+  List<Long> changeSizes(String ws, String type, long after, int limit);
+
+  /** Up to {@code limit} changes after {@code after} whose properties fit in {@code maxBytes} (at least one). */
+  default Slice<CrmChange> changes(String ws, String type, long after, int limit, long maxBytes) {
+    return Slice.within(changeSizes(ws, type, after, limit + 1), limit, maxBytes,
+        rows -> changes(ws, type, after, rows));
+  }
 
   @SqlQuery("SELECT * FROM crm_object_type WHERE workspace_id = :ws AND object_type = :type")
   Optional<CrmObjectType> objectType(String ws, String type);

@@ -4,6 +4,7 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.runway.auth.Principal;
 import dev.runway.core.Json;
 import dev.runway.core.Sha256;
+import dev.runway.db.Slice;
 import dev.runway.http.ApiException;
 import dev.runway.http.AuthHandler;
 import dev.runway.http.Page;
@@ -26,12 +27,16 @@ public final class CrmRoutes {
   private final CrmSettings limits;
   private final RequestBodies syncBodies;
   private final Executor requestThreads;
+  private final long maxPageBytes;
 
   /**
    * {@code limits} bound each record; {@code syncBodies} reads sync bodies within their own limit;
-   * {@code requestThreads} as for RunRoutes.
+   * {@code requestThreads} as for RunRoutes; a page holds at most {@code maxPageBytes} of stored
+   * properties (at least one record).
    */
-  public CrmRoutes(CrmService crm, CrmSettings limits, RequestBodies syncBodies, Executor requestThreads) {
+  public CrmRoutes(CrmService crm, CrmSettings limits, RequestBodies syncBodies, Executor requestThreads,
+      long maxPageBytes) {
+    this.maxPageBytes = maxPageBytes;
     this.crm = crm;
     this.limits = limits;
     this.syncBodies = syncBodies;
@@ -42,7 +47,7 @@ public final class CrmRoutes {
   public void sync(Context ctx) {
     String type = objectType(ctx);
     String idempotencyKey = RunRoutes.idempotencyKey(ctx);
-    ObjectNode body = syncBodies.requiredObject(ctx);
+    ObjectNode body = syncBodies.requiredObject(ctx, "records", CrmSettings.MAX_BATCH, SyncRequest.TOO_MANY);
     SyncRequest request = SyncRequest.parse(body, limits);
     String hash = idempotencyKey == null ? null
         : Sha256.hex("POST /v1/crm/" + type + "/records/sync\n" + Json.canonical(body));
@@ -70,9 +75,9 @@ public final class CrmRoutes {
       throw ApiException.validation("starting_after", "starting_after must be an external_id: "
           + SyncRequest.externalIdFault(after));
     }
-    List<CrmRecord> rows = crm.list(AuthHandler.principal(ctx), type, after, q.time("updated_after"),
-        q.bool("include_deleted", false), limit + 1);
-    Responses.json(ctx, 200, Page.of(rows, limit, RecordView::of, RecordView::externalId));
+    Slice<CrmRecord> rows = crm.list(AuthHandler.principal(ctx), type, after, q.time("updated_after"),
+        q.bool("include_deleted", false), limit, maxPageBytes);
+    Responses.json(ctx, 200, Page.of(rows, RecordView::of, RecordView::externalId));
   }
 
   /**
@@ -84,8 +89,8 @@ public final class CrmRoutes {
     QueryParams q = QueryParams.of(ctx, CHANGE_PARAMS);
     int limit = q.integer("limit", 100, 1, 1000);
     long after = cursor(q.string("after"));
-    List<CrmChange> rows = crm.changes(AuthHandler.principal(ctx), type, after, limit + 1);
-    Page<ChangeView> page = Page.of(rows, limit, ChangeView::of, ChangeView::cursor);
+    Slice<CrmChange> rows = crm.changes(AuthHandler.principal(ctx), type, after, limit, maxPageBytes);
+    Page<ChangeView> page = Page.of(rows, ChangeView::of, ChangeView::cursor);
     String next = page.data().isEmpty() ? Long.toString(after) : page.data().get(page.data().size() - 1).cursor();
     Responses.json(ctx, 200, new Page<>(page.data(), page.hasMore(), next));
   }

@@ -5,6 +5,7 @@ import dev.runway.auth.Principal;
 import dev.runway.core.Ids;
 import dev.runway.core.Json;
 import dev.runway.core.Time;
+import dev.runway.db.Slice;
 import dev.runway.db.GroupCommitter;
 import dev.runway.db.Tx;
 import dev.runway.http.ApiException;
@@ -97,9 +98,12 @@ public final class CrmService {
     String ws = caller.workspaceId();
     List<String> ids = request.items().stream().filter(i -> i.error() == null).map(SyncRequest.Item::externalId).toList();
     Map<String, CrmRecord> before = ids.isEmpty() ? Map.of()
-        : jdbi.withHandle(h -> CrmDao.findAll(h.getConnection(), ws, type, ids, false));
+        : jdbi.withHandle(h -> CrmDao.findAll(h.getConnection(), ws, type, ids, false, CrmSettings.MAX_SYNC_CHARS));
     Instant now = Time.now();
     SyncPlan plan = SyncPlan.of(ws, type, request, before, now, limits);
+    if (plan.writtenChars() > CrmSettings.MAX_SYNC_CHARS) {
+      throw SyncPlan.tooLarge(CrmSettings.MAX_SYNC_CHARS);
+    }
     if (plan.writes.isEmpty() && idempotencyKey == null) {
       count(plan);
       return CompletableFuture.completedFuture(new Synced(answer(plan), false));
@@ -297,11 +301,14 @@ public final class CrmService {
         .orElseThrow(() -> recordNotFound(caller.workspaceId(), type, externalId));
   }
 
-  /** Up to {@code limit} records by external id after {@code after} (null: from the first). */
-  public List<CrmRecord> list(Principal caller, String type, String after, Instant updatedAfter,
-      boolean includeDeleted, int limit) {
+  /**
+   * Up to {@code limit} records by external id after {@code after} (null: from the first), fewer
+   * when their properties would pass {@code maxBytes} (then {@link Slice#more()} says so).
+   */
+  public Slice<CrmRecord> list(Principal caller, String type, String after, Instant updatedAfter,
+      boolean includeDeleted, int limit, long maxBytes) {
     return jdbi.withExtension(CrmDao.class,
-        dao -> dao.page(caller.workspaceId(), type, after, updatedAfter, includeDeleted, limit));
+        dao -> dao.page(caller.workspaceId(), type, after, updatedAfter, includeDeleted, limit, maxBytes));
   }
 
   public List<CrmObjectType> objectTypes(Principal caller) {
@@ -313,10 +320,10 @@ public final class CrmService {
    * cursor_expired if changes after it were pruned. The changes are read before the prune mark: a
    * prune that removed some of them has then surely moved the mark.
    */
-  public List<CrmChange> changes(Principal caller, String type, long after, int limit) {
+  public Slice<CrmChange> changes(Principal caller, String type, long after, int limit, long maxBytes) {
     String ws = caller.workspaceId();
     return jdbi.withExtension(CrmDao.class, dao -> {
-      List<CrmChange> changes = dao.changes(ws, type, after, limit);
+      Slice<CrmChange> changes = dao.changes(ws, type, after, limit, maxBytes);
       long pruned = after == 0 ? 0 : dao.objectType(ws, type).map(CrmObjectType::prunedThrough).orElse(0L);
       if (after < pruned) {
         throw new ApiException(410, "cursor_expired", "changes after this cursor were pruned (they are kept for "

@@ -161,6 +161,21 @@ public final class SyncPlan {
     return results;
   }
 
+  /** 413 sync_too_large: the records a sync touches hold more than {@code maxChars} of properties. */
+  static ApiException tooLarge(long maxChars) {
+    return new ApiException(413, "sync_too_large", "the records this sync touches hold more than " + maxChars
+        + " characters of properties, before and after it; send fewer records in one request", "records");
+  }
+
+  /** The characters of properties the plan writes (each also copied into its change). */
+  long writtenChars() {
+    long chars = 0;
+    for (Write w : writes) {
+      chars += w.next().properties() == null ? 0 : w.next().properties().length();
+    }
+    return chars;
+  }
+
   public List<Write> writes() {
     return writes;
   }

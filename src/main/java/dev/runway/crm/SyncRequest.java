@@ -27,6 +27,9 @@ public record SyncRequest(boolean replace, List<Item> items) {
   private static final Set<String> RECORD_FIELDS = Set.of("external_id", "properties", "source_updated_at", "deleted");
   public static final int MAX_EXTERNAL_ID = 255;
   public static final int MAX_PROPERTY_NAME = 255;
+  /** Why a batch of too many records is refused (also before its body is read as a tree). */
+  public static final String TOO_MANY = "records must hold 1 to " + CrmSettings.MAX_BATCH
+      + " records; send more in further requests";
 
   /**
    * One record of the batch at its {@code index}: valid, or failed with {@code error}. A valid

@@ -2,6 +2,7 @@ package dev.runway.engine;
 
 import dev.runway.core.Ids;
 import dev.runway.core.Time;
+import dev.runway.db.Slice;
 import dev.runway.db.GroupCommitter;
 import dev.runway.db.Tx;
 import dev.runway.outbound.OutboundHttp;
@@ -42,6 +43,11 @@ public final class Engine implements AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(Engine.class);
   /** Due runs read and moved per round. */
   private static final int BATCH = 256;
+  /**
+   * Most stored JSON of the runs read per round (at least one run): 256 runs near their 512 KB
+   * bound would be 128 MB, the whole heap, before any is parsed.
+   */
+  static final long BATCH_BYTES = 8L * 1024 * 1024;
   /** Where {@link #backlog} stops counting: a count costs a walk of the due runs' index. */
   public static final int BACKLOG_COUNT_LIMIT = 100_000;
 
@@ -154,7 +160,8 @@ public final class Engine implements AutoCloseable {
     // Enough rows for the free places and a batch of moves without calls; not more, since every row
     // read is parsed, and most wake-ups come from a call that just ended.
     int limit = Math.min(BATCH, Math.max(32, free * 4));
-    List<Run> due = jdbi.withExtension(RunDao.class, dao -> dao.dueRuns(now, atTheirShare, limit));
+    Slice<Run> batch = jdbi.withExtension(RunDao.class, dao -> dao.dueRuns(now, atTheirShare, limit, BATCH_BYTES));
+    List<Run> due = batch.rows();
     if (due.isEmpty()) {
       return false;
     }
@@ -193,7 +200,7 @@ public final class Engine implements AutoCloseable {
       }
     }
     // As many read as asked for, and something moved: more may be due at once.
-    return due.size() == limit && !claims.isEmpty();
+    return batch.more() && !claims.isEmpty();
   }
 
   /** The run's moves as of now; a run that cannot even be read fails, rather than stay due for ever. */

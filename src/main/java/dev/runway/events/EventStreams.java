@@ -55,6 +55,8 @@ public final class EventStreams implements AutoCloseable {
   private final Quotas quotas;
   private final long keyCheckNanos;
   private final Object lock = new Object();
+  /** What all streams have queued for their clients together (see SseOutput), at most sse.max_buffered_bytes_total. */
+  private final java.util.concurrent.atomic.AtomicLong bufferedTotal = new java.util.concurrent.atomic.AtomicLong();
   // Guarded by lock:
   private final List<EventStream> streams = new ArrayList<>();
   private final Map<String, Integer> streamsByKey = new HashMap<>();
@@ -129,7 +131,8 @@ public final class EventStreams implements AutoCloseable {
     inFlight.leave(ctx);
     ctx.future(() -> {
       try {
-        stream.output = new SseOutput(ctx.res().getOutputStream(), settings.maxBufferedBytes());
+        stream.output = new SseOutput(ctx.res().getOutputStream(), settings.maxBufferedBytes(), bufferedTotal,
+            settings.maxBufferedBytesTotal());
       } catch (IOException e) {
         removed(stream);
         throw new UncheckedIOException(e);

@@ -16,6 +16,9 @@ import java.util.concurrent.CompletableFuture;
 final class SseOutput implements WriteListener {
   private final ServletOutputStream out;
   private final int maxBuffered;
+  /** What every stream of the server has queued together, and its bound. */
+  private final java.util.concurrent.atomic.AtomicLong allBuffered;
+  private final long maxAllBuffered;
   private final CompletableFuture<Void> ended = new CompletableFuture<>();
   private final ArrayDeque<byte[]> pending = new ArrayDeque<>();
   private int buffered;
@@ -26,8 +29,20 @@ final class SseOutput implements WriteListener {
 
   /** Call once the request is asynchronous; the container calls back when the client can take more. */
   SseOutput(ServletOutputStream out, int maxBuffered) {
+    this(out, maxBuffered, new java.util.concurrent.atomic.AtomicLong(), Long.MAX_VALUE);
+  }
+
+  /**
+   * As {@link #SseOutput(ServletOutputStream, int)}, also closing the stream when what all streams
+   * queue together ({@code allBuffered}, shared) would pass {@code maxAllBuffered}: a thousand
+   * slow clients at 256 KiB each would be 256 MB.
+   */
+  SseOutput(ServletOutputStream out, int maxBuffered, java.util.concurrent.atomic.AtomicLong allBuffered,
+      long maxAllBuffered) {
     this.out = out;
     this.maxBuffered = maxBuffered;
+    this.allBuffered = allBuffered;
+    this.maxAllBuffered = maxAllBuffered;
   }
 
   void start() {
@@ -47,7 +62,10 @@ final class SseOutput implements WriteListener {
     if (ended.isDone()) {
       return false;
     }
-    if (buffered + bytes.length > maxBuffered) {
+    if (buffered + bytes.length > maxBuffered || allBuffered.addAndGet(bytes.length) > maxAllBuffered) {
+      if (buffered + bytes.length <= maxBuffered) {
+        allBuffered.addAndGet(-bytes.length);
+      }
       close();
       return false;
     }
@@ -66,6 +84,7 @@ final class SseOutput implements WriteListener {
   /** Ends the stream now, dropping what is queued. */
   synchronized void close() {
     pending.clear();
+    allBuffered.addAndGet(-buffered);
     buffered = 0;
     ended.complete(null);
   }
@@ -97,6 +116,7 @@ final class SseOutput implements WriteListener {
           byte[] next = pending.poll();
           if (next != null) {
             buffered -= next.length;
+            allBuffered.addAndGet(-next.length);
             out.write(next);
             flushNeeded = true;
           } else if (flushNeeded) {

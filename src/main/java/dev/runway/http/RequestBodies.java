@@ -22,6 +22,15 @@ public final class RequestBodies {
     return parseObject(bytes);
   }
 
+  /**
+   * The body as a JSON object whose array field {@code countedArray} holds at most {@code maxElements}
+   * elements: counted before the tree is built, so a body of many tiny elements is refused (400
+   * naming the field) without the memory its tree would take.
+   */
+  public ObjectNode requiredObject(Context ctx, String countedArray, int maxElements, String tooMany) {
+    return parseObject(read(ctx, true), countedArray, maxElements, tooMany);
+  }
+
   /** The body as a JSON object, or an empty object when there is no body. */
   public ObjectNode optionalObject(Context ctx) {
     return parseOptionalObject(read(ctx, false));
@@ -91,9 +100,20 @@ public final class RequestBodies {
 
   /** Bytes of a body as one JSON object, or a 400 invalid_json. Public for the fuzz tests. */
   public static ObjectNode parseObject(byte[] bytes) {
+    return parseObject(bytes, null, Integer.MAX_VALUE, null);
+  }
+
+  /** As {@link #parseObject(byte[])}, refusing an array field of more than {@code maxElements} with {@code tooMany}. */
+  public static ObjectNode parseObject(byte[] bytes, String countedArray, int maxElements, String tooMany) {
     JsonNode node;
     try {
-      node = Json.parseUntrusted(bytes);
+      node = Json.parseUntrusted(bytes, countedArray, maxElements);
+    } catch (Json.TooMany e) {
+      if (e.path() != null) {
+        throw ApiException.validation(e.path(), tooMany);
+      }
+      throw new ApiException(413, "body_too_large", "the request body " + e.getMessage()
+          + "; send fewer in one request");
     } catch (Json.InvalidJson e) {
       throw new ApiException(400, "invalid_json", "the request body " + e.getMessage(), e.path());
     }

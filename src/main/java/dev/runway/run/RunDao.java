@@ -1,5 +1,6 @@
 package dev.runway.run;
 
+import dev.runway.db.Slice;
 import dev.runway.db.Jdbc;
 import dev.runway.db.Tx;
 import java.sql.PreparedStatement;
@@ -90,6 +91,23 @@ public interface RunDao {
       + "AND (lease_until IS NULL OR lease_until < :now) LIMIT :atMost) due")
   int countDue(java.time.Instant now, int atMost);
 
+  @SqlQuery("SELECT " + STORED_SIZE + " FROM run WHERE due_at >= " + DUE_SINCE + " AND due_at <= :now "
+      + "AND (lease_until IS NULL OR lease_until < :now) ORDER BY due_at LIMIT :limit")
+  List<Long> dueSizes(java.time.Instant now, int limit);
+
+  @SqlQuery("SELECT " + STORED_SIZE + " FROM run WHERE due_at >= " + DUE_SINCE + " AND due_at <= :now "
+      + "AND (lease_until IS NULL OR lease_until < :now) AND workspace_id NOT IN (<except>) ORDER BY due_at LIMIT :limit")
+  List<Long> dueSizesOutside(java.time.Instant now, @BindList("except") java.util.Collection<String> except, int limit);
+
+  /**
+   * As {@link #dueRuns(java.time.Instant, java.util.Collection, int)}, as many as fit in
+   * {@code maxBytes} of stored JSON (at least one): 256 runs near their 512 KB bound are 128 MB.
+   */
+  default Slice<Run> dueRuns(java.time.Instant now, java.util.Collection<String> except, int limit, long maxBytes) {
+    List<Long> sizes = except.isEmpty() ? dueSizes(now, limit + 1) : dueSizesOutside(now, except, limit + 1);
+    return Slice.within(sizes, limit, maxBytes, rows -> dueRuns(now, except, rows));
+  }
+
   /** As {@link #dueRuns(java.time.Instant, int)}, leaving out the runs of the workspaces {@code except}. */
   default List<Run> dueRuns(java.time.Instant now, java.util.Collection<String> except, int limit) {
     return except.isEmpty() ? dueRuns(now, limit) : dueRunsOutside(now, except, limit);
@@ -131,10 +149,30 @@ public interface RunDao {
   List<Run> select(@Bind("workspaceId") String workspaceId, @Define("filters") String filters,
       @BindMap Map<String, Object> params, @Bind("limit") int limit);
 
+  /** What a run holds in its big columns, in stored characters: what reading it costs. */
+  String STORED_SIZE = "LENGTH(inputs) + COALESCE(LENGTH(steps), 0) + COALESCE(LENGTH(definition), 0) "
+      + "+ COALESCE(LENGTH(approval), 0) + COALESCE(LENGTH(error), 0)";
+
+  @SqlQuery("SELECT " + STORED_SIZE + " FROM run WHERE workspace_id = :workspaceId <filters> ORDER BY id DESC LIMIT :limit")
+  List<Long> selectSizes(@Bind("workspaceId") String workspaceId, @Define("filters") String filters,
+      @BindMap Map<String, Object> params, @Bind("limit") int limit);
+
   /** Newest first. Only fixed SQL text is defined into the query; every value is a bind parameter. */
   default List<Run> list(String workspaceId, RunFilter f, int limit) {
-    StringBuilder sql = new StringBuilder();
     Map<String, Object> params = new HashMap<>();
+    return select(workspaceId, filters(f, params), params, limit);
+  }
+
+  /** Up to {@code limit} runs, newest first, as many as fit in {@code maxBytes} of stored JSON (at least one). */
+  default Slice<Run> list(String workspaceId, RunFilter f, int limit, long maxBytes) {
+    Map<String, Object> params = new HashMap<>();
+    String filters = filters(f, params);
+    return Slice.within(selectSizes(workspaceId, filters, params, limit + 1), limit, maxBytes,
+        rows -> select(workspaceId, filters, params, rows));
+  }
+
+  private static String filters(RunFilter f, Map<String, Object> params) {
+    StringBuilder sql = new StringBuilder();
     if (f.kind() != null) {
       sql.append(" AND kind = :kind");
       params.put("kind", f.kind());
@@ -165,7 +203,7 @@ public interface RunDao {
       sql.append(" AND id < :startingAfter");
       params.put("startingAfter", f.startingAfter());
     }
-    return select(workspaceId, sql.toString(), params, limit);
+    return sql.toString();
   }
 
   private static void appendIn(StringBuilder sql, Map<String, Object> params, String column, List<String> values) {

@@ -1,6 +1,5 @@
 package dev.runway.run;
 
-import dev.runway.core.Json;
 import dev.runway.db.Tx;
 import dev.runway.engine.Event;
 import dev.runway.engine.EventDao;
@@ -10,7 +9,7 @@ import java.util.function.Supplier;
 
 /**
  * Stores a run's events and publishes each to the transaction's outbox (webhooks), with the run
- * record as it is after them as the event's data. Every run event passes here, so here runs are
+ * record as it is after them, without its steps' outputs, as the event's data (see RunView#eventData). Every run event passes here, so here runs are
  * counted as started and ended (metrics), once the transaction has committed: a write that rolls
  * back counts nothing.
  */
@@ -29,7 +28,7 @@ public final class RunEvents {
       @Override
       public String get() {
         if (json == null) {
-          json = Json.string(RunView.of(run));
+          json = RunView.eventData(run);
         }
         return json;
       }

@@ -37,6 +37,10 @@ public interface RunMessageDao {
   @SqlQuery("SELECT * FROM run_message WHERE run_id = :runId AND idx > :afterIdx ORDER BY run_id, idx LIMIT :limit")
   List<RunMessage> page(String runId, int afterIdx, int limit);
 
+  @SqlQuery("SELECT COALESCE(LENGTH(content), 0) + COALESCE(LENGTH(tool_calls), 0) FROM run_message "
+      + "WHERE run_id = :runId AND idx > :afterIdx ORDER BY run_id, idx LIMIT :limit")
+  List<Long> sizes(String runId, int afterIdx, int limit);
+
   /** The whole transcript, oldest first: what the next model call sends. */
   @SqlQuery("SELECT * FROM run_message WHERE run_id = :runId ORDER BY idx")
   List<RunMessage> all(String runId);

@@ -3,6 +3,7 @@ package dev.runway.run;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.runway.core.Ids;
+import dev.runway.db.Slice;
 import dev.runway.engine.Event;
 import dev.runway.engine.EventView;
 import dev.runway.events.EventStreams;
@@ -40,12 +41,16 @@ public final class RunRoutes {
   private final RequestBodies bodies;
   private final Executor requestThreads;
   private final EventStreams streams;
+  private final long maxPageBytes;
 
   /**
    * {@code requestThreads} finish a start once its run is committed: the server's request threads,
    * so that the thread that wakes committers never writes a response (a slow client would hold it).
+   * A page of runs or messages holds at most {@code maxPageBytes} of their stored JSON (at least one).
    */
-  public RunRoutes(RunService runs, RequestBodies bodies, Executor requestThreads, EventStreams streams) {
+  public RunRoutes(RunService runs, RequestBodies bodies, Executor requestThreads, EventStreams streams,
+      long maxPageBytes) {
+    this.maxPageBytes = maxPageBytes;
     this.runs = runs;
     this.bodies = bodies;
     this.requestThreads = requestThreads;
@@ -86,8 +91,8 @@ public final class RunRoutes {
     int limit = q.integer("limit", 20, 1, 100);
     RunFilter filter = new RunFilter(kind(q.string("kind")), q.slug("workflow"), q.slug("agent"), q.slug("project"), statuses(q.string("status")),
         q.time("created_after"), q.time("created_before"), q.id("starting_after", "run"), null);
-    List<Run> rows = runs.list(AuthHandler.principal(ctx), filter, limit + 1);
-    Responses.json(ctx, 200, Page.of(rows, limit, RunView::of, RunView::id));
+    Slice<Run> rows = runs.list(AuthHandler.principal(ctx), filter, limit, maxPageBytes);
+    Responses.json(ctx, 200, Page.of(rows, RunView::of, RunView::id));
   }
 
   public void approve(Context ctx) {
@@ -110,8 +115,8 @@ public final class RunRoutes {
     QueryParams q = QueryParams.of(ctx, MESSAGE_PARAMS);
     int limit = q.integer("limit", 100, 1, 1000);
     int after = q.integer("starting_after", -1, -1, Integer.MAX_VALUE);
-    List<RunMessage> rows = runs.messages(AuthHandler.principal(ctx), runId(ctx), after, limit + 1);
-    Responses.json(ctx, 200, Page.of(rows, limit, MessageView::of, m -> String.valueOf(m.index())));
+    Slice<RunMessage> rows = runs.messages(AuthHandler.principal(ctx), runId(ctx), after, limit, maxPageBytes);
+    Responses.json(ctx, 200, Page.of(rows, MessageView::of, m -> String.valueOf(m.index())));
   }
 
   /**

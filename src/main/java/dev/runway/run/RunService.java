@@ -11,6 +11,7 @@ import dev.runway.core.Json;
 import dev.runway.core.Sha256;
 import dev.runway.core.Time;
 import dev.runway.core.WeighedCache;
+import dev.runway.db.Slice;
 import dev.runway.db.GroupCommitter;
 import dev.runway.db.SqlErrors;
 import dev.runway.db.Tx;
@@ -412,6 +413,16 @@ public final class RunService {
     return jdbi.withExtension(RunMessageDao.class, dao -> dao.page(runId, afterIndex, limit));
   }
 
+  /** As {@link #messages(Principal, String, int, int)}, fewer when their stored JSON would pass {@code maxBytes}. */
+  public Slice<RunMessage> messages(Principal caller, String runId, int afterIndex, int limit, long maxBytes) {
+    Run run = get(caller, runId);
+    if (!run.isAgent()) {
+      return new Slice<>(List.of(), false);
+    }
+    return jdbi.withExtension(RunMessageDao.class, dao -> Slice.within(dao.sizes(runId, afterIndex, limit + 1),
+        limit, maxBytes, rows -> dao.page(runId, afterIndex, rows)));
+  }
+
   /** The run; an ended one from memory when this instance has read it before (see EndedRuns). */
   public Run get(Principal caller, String runId) {
     Run run = endedRuns.find(caller.workspaceId(), runId).orElseGet(() -> {
@@ -426,13 +437,23 @@ public final class RunService {
 
   /** Up to {@code limit} runs, newest first, restricted to the caller's projects. */
   public List<Run> list(Principal caller, RunFilter filter, int limit) {
+    RunFilter scoped = scoped(caller, filter);
+    return jdbi.withExtension(RunDao.class, dao -> dao.list(caller.workspaceId(), scoped, limit));
+  }
+
+  /** As {@link #list(Principal, RunFilter, int)}, fewer when the runs' stored JSON would pass {@code maxBytes}. */
+  public Slice<Run> list(Principal caller, RunFilter filter, int limit, long maxBytes) {
+    RunFilter scoped = scoped(caller, filter);
+    return jdbi.withExtension(RunDao.class, dao -> dao.list(caller.workspaceId(), scoped, limit, maxBytes));
+  }
+
+  private static RunFilter scoped(Principal caller, RunFilter filter) {
     if (filter.project() != null && !caller.mayUseProject(filter.project())) {
       throw new ApiException(403, "project_forbidden",
           "this API key may not use project '" + filter.project() + "'", "project");
     }
-    RunFilter scoped = new RunFilter(filter.kind(), filter.workflow(), filter.agent(), filter.project(), filter.statuses(), filter.createdAfter(),
-        filter.createdBefore(), filter.startingAfter(), caller.projects());
-    return jdbi.withExtension(RunDao.class, dao -> dao.list(caller.workspaceId(), scoped, limit));
+    return new RunFilter(filter.kind(), filter.workflow(), filter.agent(), filter.project(), filter.statuses(),
+        filter.createdAfter(), filter.createdBefore(), filter.startingAfter(), caller.projects());
   }
 
 }

@@ -18,6 +18,38 @@ public sealed interface RunView permits RunView.WorkflowRun, RunView.AgentRun {
     return run.isAgent() ? AgentRun.of(run) : WorkflowRun.of(run);
   }
 
+  /** Most JSON a run event's {@code data} holds; a larger run is sent as a {@link Summary}. */
+  int MAX_EVENT_DATA_CHARS = 64 * 1024;
+
+  /**
+   * The run as a run event carries it (a webhook's {@code data}): the run record without its steps'
+   * outputs, with {@code url} to read them. A run of 8 steps of 60 KB is a 480 KB record, and the
+   * dispatcher holds one per delivery in flight: 50 such runs and 2 slow endpoints ran the heap out.
+   * When even that passes {@link #MAX_EVENT_DATA_CHARS} (large inputs, a long error), a summary
+   * with {@code truncated: true} goes instead.
+   */
+  static String eventData(Run run) {
+    RunView view = run.isAgent() ? AgentRun.of(run) : WorkflowRun.of(run).withoutOutputs();
+    String json = Json.string(new Linked(view, url(run)));
+    if (json.length() <= MAX_EVENT_DATA_CHARS) {
+      return json;
+    }
+    return Json.string(new Summary(run.id(), run.kind(), run.workflowId(), run.agentId(), run.status(),
+        run.requiresApproval(), run.project(), run.createdAt(), run.updatedAt(), run.finishedAt(), url(run), true));
+  }
+
+  private static String url(Run run) {
+    return "/v1/runs/" + run.id();
+  }
+
+  /** A view with the path to read the whole run appended. */
+  record Linked(@com.fasterxml.jackson.annotation.JsonUnwrapped RunView run, String url) {}
+
+  /** What a run event carries when the run without outputs is still too large. */
+  @JsonPropertyOrder({"id", "kind", "workflow", "agent", "status"})
+  record Summary(String id, String kind, String workflow, String agent, String status, boolean requiresApproval,
+      String project, Instant createdAt, Instant updatedAt, Instant finishedAt, String url, boolean truncated) {}
+
   /** A workflow run: the spec's five fields first. */
   @JsonPropertyOrder({"id", "workflow", "status", "requires_approval", "created_at", "kind", "agent"})
   record WorkflowRun(
@@ -40,6 +72,13 @@ public sealed interface RunView permits RunView.WorkflowRun, RunView.AgentRun {
       return new WorkflowRun(run.id(), run.workflowId(), run.status(), run.requiresApproval(), run.createdAt(),
           Run.WORKFLOW, null, run.project(), run.inputs(), run.updatedAt(), run.finishedAt(), run.approval(),
           run.error(), run.steps());
+    }
+
+    /** The same run with each step's {@code output} left out (copied token by token, never as a tree). */
+    WorkflowRun withoutOutputs() {
+      String lean = steps == null ? null : Json.withoutFieldsAt(steps, 2, "output");
+      return new WorkflowRun(id, workflow, status, requiresApproval, createdAt, kind, agent, project, inputs,
+          updatedAt, finishedAt, approval, error, lean);
     }
   }
 

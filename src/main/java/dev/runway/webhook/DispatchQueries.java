@@ -33,7 +33,17 @@ final class DispatchQueries {
 
   /** A delivery leased for an attempt, with what to send. */
   record Claimed(String id, String workspaceId, String endpointId, String eventId, int attempts, Instant giveUpAt,
-      String payload) {}
+      String payload) {
+    /** What holding its body costs, counted against webhooks.max_bytes_in_flight. */
+    long weight() {
+      return payload == null ? 0 : payload.length();
+    }
+
+    /** The same delivery without its body: what an outcome waiting to be recorded keeps. */
+    Claimed withoutPayload() {
+      return new Claimed(id, workspaceId, endpointId, eventId, attempts, giveUpAt, null);
+    }
+  }
 
   /**
    * Due deliveries that no live lease holds, longest due first, leaving out those of the endpoints

@@ -68,6 +68,11 @@ public final class WebhookDispatcher implements AutoCloseable, WebhookOutbox.Han
    * endpoint enabled run starts lost two thirds of their throughput instead of half.
    */
   private static final long RECORD_EVERY_NANOS = 25_000_000;
+  /**
+   * How large a body a claim counts on before reading it: a run event's data is at most 64 KiB
+   * (RunView.MAX_EVENT_DATA_CHARS), with its envelope.
+   */
+  private static final long PAYLOAD_ESTIMATE = 66 * 1024;
   /** Endpoints whose decrypted secrets are kept; past it the keeping starts afresh. */
   private static final int MAX_KEPT_SECRETS = 10_000;
 
@@ -79,6 +84,12 @@ public final class WebhookDispatcher implements AutoCloseable, WebhookOutbox.Han
   private final AtomicLong rounds = new AtomicLong();
   /** Deliveries claimed and not yet recorded (sent, waiting to be sent, or their outcome waiting to be recorded). */
   private final AtomicInteger inFlight = new AtomicInteger();
+  /**
+   * The bodies (characters of payload) of the deliveries claimed or handed over and not yet
+   * attempted: at most about webhooks.max_bytes_in_flight. Counted from the claim or handover to the
+   * attempt's end (its outcome keeps no body).
+   */
+  private final AtomicLong bytesInFlight = new AtomicLong();
   /** Each endpoint's attempts in this instance. */
   private final Map<String, Lane> lanes = new ConcurrentHashMap<>();
   /** Outcomes not yet handed to the group commit, in the order their attempts ended. */
@@ -149,6 +160,11 @@ public final class WebhookDispatcher implements AutoCloseable, WebhookOutbox.Han
     return dispatcher;
   }
 
+  /** The bodies of the deliveries claimed and not yet attempted, in characters (for tests and metrics). */
+  public long bytesInFlight() {
+    return bytesInFlight.get();
+  }
+
   /** Looks for due deliveries now. */
   public void wake() {
     dueMaybe = true;
@@ -212,8 +228,11 @@ public final class WebhookDispatcher implements AutoCloseable, WebhookOutbox.Han
       recordOutcomes();
     }
     sendHanded();
-    int room = Math.min(CLAIM_BATCH, settings.maxInFlight() - inFlight.get());
-    if (room <= 0) {
+    long bytesRoom = settings.maxBytesInFlight() - bytesInFlight.get();
+    // Bodies are read with the claim: as many as fit if each were as large as a run event may be.
+    int room = (int) Math.min(Math.min(CLAIM_BATCH, settings.maxInFlight() - inFlight.get()),
+        Math.max(1, bytesRoom / PAYLOAD_ESTIMATE));
+    if (room <= 0 || bytesRoom <= 0) {
       return false;
     }
     int perEndpoint = 2 * settings.maxInFlightPerEndpoint(); // in flight, and as many waiting for a place
@@ -288,6 +307,7 @@ public final class WebhookDispatcher implements AutoCloseable, WebhookOutbox.Han
     for (DispatchQueries.Claimed c : claimed) {
       WebhookEndpoint endpoint = endpoints.get(c.endpointId());
       inFlight.incrementAndGet();
+      bytesInFlight.addAndGet(c.weight());
       if (endpoint == null || !endpoint.enabled()) {
         finish(c, token, endpoint, Time.now(), null, null, "the endpoint was disabled");
         continue;
@@ -317,7 +337,8 @@ public final class WebhookDispatcher implements AutoCloseable, WebhookOutbox.Han
    */
   @Override
   public WebhookOutbox.Lease lease(String endpointId, int alreadyLeased, int leasedInAll, Instant now) {
-    if (closing || inFlight.get() + handedCount.get() + leasedInAll >= settings.maxInFlight()) {
+    if (closing || inFlight.get() + handedCount.get() + leasedInAll >= settings.maxInFlight()
+        || bytesInFlight.get() + (long) leasedInAll * PAYLOAD_ESTIMATE >= settings.maxBytesInFlight()) {
       return null;
     }
     Lane lane = lanes.get(endpointId);
@@ -344,6 +365,7 @@ public final class WebhookDispatcher implements AutoCloseable, WebhookOutbox.Han
       return;
     }
     handedCount.addAndGet(deliveries.size());
+    bytesInFlight.addAndGet(deliveries.stream().mapToLong(d -> d.claimed().weight()).sum());
     handed.addAll(deliveries);
     signal();
   }
@@ -474,7 +496,8 @@ public final class WebhookDispatcher implements AutoCloseable, WebhookOutbox.Han
     WebhookAttempt attempt = endpoint == null || !endpoint.enabled() ? null : new WebhookAttempt(c.id(), attempts,
         started, (int) Duration.between(started, now).toMillis(), status, excerpt(answer), why);
     service.metrics().webhookDelivery(outcome, attempt != null, Duration.between(started, now));
-    outcomes.add(new Outcome(c, token, endpoint, outcome, attempts, next, status, why, attempt, gone, now));
+    bytesInFlight.addAndGet(-c.weight());
+    outcomes.add(new Outcome(c.withoutPayload(), token, endpoint, outcome, attempts, next, status, why, attempt, gone, now));
     outcomeCount.incrementAndGet();
     signal(); // the next round hands it to the group commit
   }
@@ -675,13 +698,16 @@ public final class WebhookDispatcher implements AutoCloseable, WebhookOutbox.Han
       // Given back due as they were, for another instance (or the next start) to attempt at once
       // rather than when their leases run out.
       Map<String, List<String>> unsent = new HashMap<>();
-      lanes.values().forEach(lane -> lane.takeWaiting()
-          .forEach(a -> unsent.computeIfAbsent(a.token(), k -> new ArrayList<>()).add(a.c().id())));
+      lanes.values().forEach(lane -> lane.takeWaiting().forEach(a -> {
+        unsent.computeIfAbsent(a.token(), k -> new ArrayList<>()).add(a.c().id());
+        bytesInFlight.addAndGet(-a.c().weight());
+      }));
       int n = unsent.values().stream().mapToInt(List::size).sum();
       // Handed over and not taken up (not counted in flight): given back with the others.
       int notTaken = 0;
       for (WebhookOutbox.Handed h = handed.poll(); h != null; h = handed.poll()) {
         unsent.computeIfAbsent(h.owner(), k -> new ArrayList<>()).add(h.claimed().id());
+        bytesInFlight.addAndGet(-h.claimed().weight());
         notTaken++;
       }
       if (n + notTaken > 0) {

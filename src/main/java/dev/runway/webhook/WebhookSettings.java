@@ -14,7 +14,8 @@ public record WebhookSettings(
     int maxInFlightPerEndpoint,
     Duration pollInterval,
     Duration retention,
-    boolean allowPrivateNetworks) {
+    boolean allowPrivateNetworks,
+    long maxBytesInFlight) {
 
   /** Endpoint URLs go through the same private-network guard, and setting, as http steps. */
   public static WebhookSettings from(Settings s) {
@@ -28,6 +29,7 @@ public record WebhookSettings(
         s.integer("webhooks.max_in_flight_per_endpoint", 1, 10_000),
         Duration.ofMillis(s.integer("webhooks.poll_interval_ms", 10, 600_000)),
         Duration.ofHours(s.integer("webhooks.retention_hours", 1, 24 * 365)),
-        s.bool("engine.http.allow_private_networks"));
+        s.bool("engine.http.allow_private_networks"),
+        s.integer("webhooks.max_bytes_in_flight", 65_536, Integer.MAX_VALUE));
   }
 }

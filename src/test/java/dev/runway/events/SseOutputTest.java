@@ -96,4 +96,26 @@ class SseOutputTest {
     assertFalse(out.write(bytes("a")));
     assertTrue(out.ended().isDone());
   }
+
+  @Test
+  void slow_clients_together_are_cut_off_at_the_servers_bound() throws IOException {
+    java.util.concurrent.atomic.AtomicLong all = new java.util.concurrent.atomic.AtomicLong();
+    Client first = new Client();
+    Client second = new Client();
+    SseOutput a = new SseOutput(first, 100, all, 12);
+    SseOutput b = new SseOutput(second, 100, all, 12);
+    a.start();
+    b.start();
+    first.ready = false;
+    second.ready = false;
+    assertTrue(a.write(bytes("123456")));
+    assertTrue(b.write(bytes("123456")));
+    assertEquals(12, all.get());
+    assertFalse(b.write(bytes("x")), "past 12 bytes waiting on the server, each stream under its own 100");
+    assertTrue(b.ended().isDone());
+    assertEquals(6, all.get(), "a closed stream gives back what it held");
+    first.reads();
+    assertEquals(0, all.get(), "what was written is no longer held");
+    assertTrue(a.isOpen());
+  }
 }

@@ -136,6 +136,23 @@ public final class Api {
     }
   }
 
+  /** Like {@link #testWebhooks}, the body also given the dispatcher (to look at what it holds). */
+  public void testWebhooks(java.util.function.UnaryOperator<dev.runway.config.Settings> change, DispatcherTest body) {
+    dev.runway.config.ServerSettings server = dev.runway.config.ServerSettings.from(change.apply(opened.settings()
+        .with("engine.http.allow_private_networks", "true")
+        .with("webhooks.retry_base_ms", "50")
+        .with("webhooks.poll_interval_ms", "50")));
+    Services own = Services.over(services().database(), server, () -> { });
+    try (dev.runway.webhook.WebhookDispatcher dispatcher =
+             dev.runway.webhook.WebhookDispatcher.start(own.webhooks(), database == TestDatabase.H2)) {
+      JavalinTest.test(RunwayApp.create(own, server), (s, client) -> body.accept(new Http(client, key), dispatcher));
+    }
+  }
+
+  public interface DispatcherTest {
+    void accept(Http http, dev.runway.webhook.WebhookDispatcher dispatcher) throws Exception;
+  }
+
   /** Like {@link #test}, with the app admitting requests through {@code inFlight}. */
   public void testWith(dev.runway.http.InFlightLimit inFlight, HttpTest body) {
     JavalinTest.test(RunwayApp.create(services(), opened.serverSettings(), inFlight),
