@@ -7,6 +7,7 @@ import dev.runway.auth.Principal;
 import dev.runway.auth.Scope;
 import dev.runway.core.Ids;
 import dev.runway.core.Json;
+import dev.runway.db.Slice;
 import dev.runway.engine.Event;
 import dev.runway.http.ApiException;
 import dev.runway.run.Run;
@@ -31,6 +32,10 @@ import java.util.Set;
  */
 public final class RunPages {
   private static final int PAGE = 25;
+  /** The most stored JSON one page of runs reads (runs may be near 512 KB each): fewer rows past it. */
+  private static final long PAGE_BYTES = 1 << 20;
+  /** The most workflows and agents the definitions page lists (each up to 64 KB as stored). */
+  private static final int DEFINITIONS = 100;
   private static final int EVENTS = 200;
   /** A page showing a run still moving reloads itself this often (a meta refresh: no script needed). */
   static final int REFRESH_SECONDS = 5;
@@ -66,10 +71,10 @@ public final class RunPages {
     kind = "workflow".equals(kind) || "agent".equals(kind) ? kind : null;
     String after = ctx.queryParam("starting_after");
     after = after != null && Ids.looksLike("run", after) ? after : null;
-    List<Run> rows = runs.list(actor(signed.get()), new RunFilter(kind, null, null, null,
-        status == null ? null : List.of(status), null, null, after, null), PAGE + 1);
-    boolean more = rows.size() > PAGE;
-    List<Views.RunRow> page = rows.stream().limit(PAGE).map(Views.RunRow::of).toList();
+    Slice<Run> rows = runs.list(actor(signed.get()), new RunFilter(kind, null, null, null,
+        status == null ? null : List.of(status), null, null, after, null), PAGE, PAGE_BYTES);
+    boolean more = rows.more();
+    List<Views.RunRow> page = rows.rows().stream().map(Views.RunRow::of).toList();
     String next = more ? "/console/runs?" + (status == null ? "" : "status=" + status + "&")
         + (kind == null ? "" : "kind=" + kind + "&") + "starting_after=" + page.get(page.size() - 1).id() : null;
     boolean moving = page.stream().anyMatch(r -> !ENDED.contains(r.status()));
@@ -130,12 +135,12 @@ public final class RunPages {
     }
     String workspace = signed.get().account().workspaceId();
     List<Views.DefinitionRow> flows = new ArrayList<>();
-    for (Workflow w : workflows.page(workspace, null, false, 500)) {
+    for (Workflow w : workflows.page(workspace, null, false, DEFINITIONS)) {
       flows.add(new Views.DefinitionRow(w.id(), w.name(), w.description(), Json.tree(w.steps()).size() + " steps"
           + (w.requiresApproval() ? ", approval" : ""), Views.time(w.updatedAt())));
     }
     List<Views.DefinitionRow> agentRows = new ArrayList<>();
-    for (Agent a : agents.page(workspace, null, false, 500)) {
+    for (Agent a : agents.page(workspace, null, false, DEFINITIONS)) {
       JsonNode d = Json.tree(a.definition());
       agentRows.add(new Views.DefinitionRow(a.id(), a.name(), a.description(), d.path("model").asText()
           + ", " + d.path("tools").size() + " tools", Views.time(a.updatedAt())));

@@ -157,13 +157,10 @@ public interface RunDao {
   List<Long> selectSizes(@Bind("workspaceId") String workspaceId, @Define("filters") String filters,
       @BindMap Map<String, Object> params, @Bind("limit") int limit);
 
-  /** Newest first. Only fixed SQL text is defined into the query; every value is a bind parameter. */
-  default List<Run> list(String workspaceId, RunFilter f, int limit) {
-    Map<String, Object> params = new HashMap<>();
-    return select(workspaceId, filters(f, params), params, limit);
-  }
-
-  /** Up to {@code limit} runs, newest first, as many as fit in {@code maxBytes} of stored JSON (at least one). */
+  /**
+   * Up to {@code limit} runs, newest first, as many as fit in {@code maxBytes} of stored JSON (at
+   * least one). Only fixed SQL text is defined into the query; every value is a bind parameter.
+   */
   default Slice<Run> list(String workspaceId, RunFilter f, int limit, long maxBytes) {
     Map<String, Object> params = new HashMap<>();
     String filters = filters(f, params);

@@ -435,13 +435,7 @@ public final class RunService {
     return run;
   }
 
-  /** Up to {@code limit} runs, newest first, restricted to the caller's projects. */
-  public List<Run> list(Principal caller, RunFilter filter, int limit) {
-    RunFilter scoped = scoped(caller, filter);
-    return jdbi.withExtension(RunDao.class, dao -> dao.list(caller.workspaceId(), scoped, limit));
-  }
-
-  /** As {@link #list(Principal, RunFilter, int)}, fewer when the runs' stored JSON would pass {@code maxBytes}. */
+  /** Up to {@code limit} runs the caller may see, newest first; fewer when their stored JSON would pass {@code maxBytes}. */
   public Slice<Run> list(Principal caller, RunFilter filter, int limit, long maxBytes) {
     RunFilter scoped = scoped(caller, filter);
     return jdbi.withExtension(RunDao.class, dao -> dao.list(caller.workspaceId(), scoped, limit, maxBytes));
