@@ -1,6 +1,7 @@
 package dev.runway.agent;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.networknt.schema.JsonSchema;
 import com.networknt.schema.JsonSchemaFactory;
 import com.networknt.schema.SchemaId;
@@ -10,6 +11,7 @@ import com.networknt.schema.SpecVersion;
 import com.networknt.schema.ValidationMessage;
 import com.networknt.schema.resource.InputStreamSource;
 import com.networknt.schema.resource.SchemaLoader;
+import dev.runway.core.Json;
 import dev.runway.http.ApiException;
 import java.io.IOException;
 import java.time.Duration;
@@ -36,16 +38,38 @@ public final class ToolSchemas {
       builder -> builder.schemaLoaders(loaders -> loaders.add(NO_REMOTE)));
   private static final SchemaValidatorsConfig CONFIG = SchemaBudget.config();
   private static final JsonSchema META = FACTORY.getSchema(SchemaLocation.of(SchemaId.V202012), CONFIG);
-  private static final JsonNode EMPTY_ARGUMENTS = com.fasterxml.jackson.databind.node.JsonNodeFactory.instance
-      .objectNode();
+  private static final JsonNode EMPTY_ARGUMENTS = JsonNodeFactory.instance.objectNode();
   /** How long checking one schema, or one set of arguments against a schema, may take. */
   public static final Duration BUDGET = Duration.ofMillis(250);
+  /** How long checking the schemas of all an agent's tools may take. */
+  static final Duration DEFINITION_BUDGET = Duration.ofSeconds(1);
   /** Keywords whose value is a schema, an array of schemas, or an object of schemas. */
   private static final Set<String> ONE_SCHEMA = Set.of("additionalProperties", "items", "contains", "not", "if",
       "then", "else", "propertyNames", "unevaluatedItems", "unevaluatedProperties", "additionalItems", "contentSchema");
   private static final Set<String> SCHEMA_ARRAY = Set.of("allOf", "anyOf", "oneOf", "prefixItems", "items");
   private static final Set<String> SCHEMA_OBJECT = Set.of("properties", "patternProperties", "$defs", "definitions",
       "dependentSchemas", "dependencies");
+
+  static {
+    // Loads the validator's classes now, outside any budget: the first check in a JVM would pay for it.
+    JsonNode warmUp = Json.tree("""
+        {"type": "object", "required": ["a"], "additionalProperties": false, "minProperties": 1,
+         "$defs": {"s": {"type": "string", "minLength": 1, "maxLength": 9, "pattern": "^a+$", "format": "email"}},
+         "propertyNames": {"pattern": "^[a-z]+$"}, "patternProperties": {"^z": {"const": 1}},
+         "dependentRequired": {"a": ["b"]}, "unevaluatedProperties": false,
+         "properties": {
+           "a": {"$ref": "#/$defs/s"},
+           "b": {"type": "array", "items": {"type": "integer", "minimum": 0, "maximum": 9, "multipleOf": 1},
+                 "prefixItems": [{"enum": [1, 2]}], "minItems": 1, "maxItems": 9, "uniqueItems": true,
+                 "contains": {"exclusiveMinimum": 0}},
+           "c": {"anyOf": [{"type": "null"}, {"oneOf": [{"type": "boolean"}, {"not": {"type": "number"}}]}],
+                 "allOf": [{"if": {"type": "string"}, "then": {"maxLength": 9}, "else": {"type": "boolean"}}]}}}
+        """);
+    for (String arguments : List.of("{\"a\": \"aa\", \"b\": [1, 2], \"c\": true}",
+        "{\"a\": \"\", \"b\": [1, 1, -1], \"c\": 1.5, \"zz\": 2, \"Q\": 1}")) {
+      FACTORY.getSchema(warmUp, CONFIG).validate(Json.tree(arguments));
+    }
+  }
 
   /**
    * Checking a tool's arguments took longer than {@link #BUDGET}, or went deeper than the stack (a
@@ -77,17 +101,20 @@ public final class ToolSchemas {
         try {
           compiled = FACTORY.getSchema(schema, CONFIG);
           compiled.initializeValidators(); // resolves every $ref now, not at the first call
-        } catch (SchemaBudget.Exceeded | ApiException e) {
+        } catch (ApiException e) {
           throw e;
         } catch (RuntimeException e) {
+          if (SchemaBudget.exceeded(e)) {
+            throw new SchemaBudget.Exceeded();
+          }
           throw ApiException.validation(param, param + " cannot be used: " + rootMessage(e));
         }
         compiled.validate(EMPTY_ARGUMENTS); // a $ref back to itself at the same place never ends: found here
         return null;
       });
     } catch (SchemaBudget.Exceeded e) {
-      throw ApiException.validation(param, param + " takes longer than " + BUDGET.toMillis() + " ms to check: "
-          + "make it smaller");
+      throw ApiException.validation(param, param + " takes too long to check (over " + BUDGET.toMillis() + " ms, "
+          + "or the agent's schemas together over " + DEFINITION_BUDGET.toMillis() + " ms): make it simpler");
     } catch (StackOverflowError e) {
       throw ApiException.validation(param, param + " refers to itself without end: a $ref leads back to "
           + "where it is without reading further into the arguments");
@@ -154,8 +181,11 @@ public final class ToolSchemas {
     try {
       return SchemaBudget.within(BUDGET, () -> FACTORY.getSchema(schema, CONFIG).validate(arguments).stream()
           .map(ValidationMessage::getMessage).sorted().toList());
-    } catch (SchemaBudget.Exceeded e) {
-      throw new TooSlow("took longer than " + BUDGET.toMillis() + " ms");
+    } catch (RuntimeException e) {
+      if (SchemaBudget.exceeded(e)) {
+        throw new TooSlow("took longer than " + BUDGET.toMillis() + " ms");
+      }
+      throw e;
     } catch (StackOverflowError e) {
       throw new TooSlow("never ended: the schema refers to itself without end");
     }

@@ -80,6 +80,22 @@ class SchemaBudgetTest {
 
   @Test
   @Timeout(value = 30, unit = TimeUnit.SECONDS)
+  void a_schema_whose_references_fan_out_while_it_is_built_is_refused_within_its_budget() {
+    // no loop, but the validator follows every one of the 3^30 ways down while it builds the schema
+    StringBuilder fanOut = new StringBuilder("{\"type\":\"object\",\"$ref\":\"#/$defs/d0\",\"$defs\":{");
+    for (int i = 0; i < 30; i++) {
+      String next = "{\"$ref\":\"#/$defs/d" + (i + 1) + "\"}";
+      fanOut.append("\"d").append(i).append("\":{\"anyOf\":[").append(next).append(",").append(next).append(",")
+          .append(next).append("]},");
+    }
+    JsonNode schema = Json.tree(fanOut.append("\"d30\":{\"type\":\"string\"}}}").toString());
+    ApiException e = assertThrows(ApiException.class, () -> ToolSchemas.check(schema, "p"));
+    assertEquals("p", e.param());
+    assertTrue(e.getMessage().contains("too long to check"), e.getMessage());
+  }
+
+  @Test
+  @Timeout(value = 30, unit = TimeUnit.SECONDS)
   void a_reference_back_to_itself_is_refused_and_never_overflows_a_thread() {
     JsonNode loop = Json.tree("{\"type\":\"object\",\"anyOf\":[{\"$ref\":\"#\"}]}");
     ApiException e = assertThrows(ApiException.class, () -> ToolSchemas.check(loop, "p"));

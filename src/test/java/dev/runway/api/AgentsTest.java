@@ -99,6 +99,13 @@ class AgentsTest {
     cases.add(new String[] {"{\"properties\":{\"x\":{\"pattern\":\"((a{100}){100}){100}\"}}}",
         "tools[0].parameters.properties.x.pattern", "too large"});
     cases.add(new String[] {"{\"anyOf\":[{\"$ref\":\"#\"}]}", "tools[0].parameters", "refers to itself"});
+    StringBuilder fanOut = new StringBuilder("{\"$ref\":\"#/$defs/d0\",\"$defs\":{");
+    for (int i = 0; i < 40; i++) { // no loop, but 2^40 ways down to a schema that refuses every object
+      fanOut.append("\"d").append(i).append("\":{\"anyOf\":[{\"$ref\":\"#/$defs/d").append(i + 1)
+          .append("\"},{\"$ref\":\"#/$defs/d").append(i + 1).append("\"}]},");
+    }
+    cases.add(new String[] {fanOut.append("\"d40\":{\"type\":\"string\"}}}").toString(), "tools[0].parameters",
+        "too long to check"});
     api.test(http -> {
       for (String[] c : cases) {
         String parameters = "{\"type\":\"object\"," + c[0].substring(1);
