@@ -75,6 +75,11 @@ public record AgentDefinition(String name, String description, String model, Str
     if (tools.size() > MAX_TOOLS) {
       throw ApiException.validation("tools", "an agent has at most " + MAX_TOOLS + " tools");
     }
+    // the schemas of all the tools share one budget, so that 64 costly ones cannot hold a thread 64 times as long
+    return SchemaBudget.within(ToolSchemas.DEFINITION_BUDGET, () -> checkedTools(tools));
+  }
+
+  private static List<Tool> checkedTools(JsonNode tools) {
     List<Tool> parsed = new ArrayList<>();
     Set<String> names = new HashSet<>();
     for (int i = 0; i < tools.size(); i++) {

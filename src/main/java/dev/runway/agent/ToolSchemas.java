@@ -1,24 +1,32 @@
 package dev.runway.agent;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.networknt.schema.JsonSchema;
 import com.networknt.schema.JsonSchemaFactory;
 import com.networknt.schema.SchemaId;
 import com.networknt.schema.SchemaLocation;
+import com.networknt.schema.SchemaValidatorsConfig;
 import com.networknt.schema.SpecVersion;
 import com.networknt.schema.ValidationMessage;
 import com.networknt.schema.resource.InputStreamSource;
 import com.networknt.schema.resource.SchemaLoader;
+import dev.runway.core.Json;
 import dev.runway.http.ApiException;
 import java.io.IOException;
+import java.time.Duration;
+import java.util.Iterator;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
 
 /**
  * The JSON Schemas of tools' arguments (draft 2020-12, networknt's validator): a schema is checked
  * against the meta-schema when the agent is defined, and a model's arguments against the schema
  * before the tool is called. A schema may only refer to itself: a $ref to a URL is never fetched
- * (it would make Runway call any address a definition names).
+ * (it would make Runway call any address a definition names). Patterns are RE2's (linear time, see
+ * {@link Re2Patterns}), checked when the agent is defined; and a validation has a time budget
+ * ({@link SchemaBudget}), so a tenant's schema cannot hold the thread that checks it.
  */
 public final class ToolSchemas {
   /** Refuses every schema that is not one of the meta-schemas bundled with the validator. */
@@ -28,7 +36,50 @@ public final class ToolSchemas {
       };
   private static final JsonSchemaFactory FACTORY = JsonSchemaFactory.getInstance(SpecVersion.VersionFlag.V202012,
       builder -> builder.schemaLoaders(loaders -> loaders.add(NO_REMOTE)));
-  private static final JsonSchema META = FACTORY.getSchema(SchemaLocation.of(SchemaId.V202012));
+  private static final SchemaValidatorsConfig CONFIG = SchemaBudget.config();
+  private static final JsonSchema META = FACTORY.getSchema(SchemaLocation.of(SchemaId.V202012), CONFIG);
+  private static final JsonNode EMPTY_ARGUMENTS = JsonNodeFactory.instance.objectNode();
+  /** How long checking one schema, or one set of arguments against a schema, may take. */
+  public static final Duration BUDGET = Duration.ofMillis(250);
+  /** How long checking the schemas of all an agent's tools may take. */
+  static final Duration DEFINITION_BUDGET = Duration.ofSeconds(1);
+  /** Keywords whose value is a schema, an array of schemas, or an object of schemas. */
+  private static final Set<String> ONE_SCHEMA = Set.of("additionalProperties", "items", "contains", "not", "if",
+      "then", "else", "propertyNames", "unevaluatedItems", "unevaluatedProperties", "additionalItems", "contentSchema");
+  private static final Set<String> SCHEMA_ARRAY = Set.of("allOf", "anyOf", "oneOf", "prefixItems", "items");
+  private static final Set<String> SCHEMA_OBJECT = Set.of("properties", "patternProperties", "$defs", "definitions",
+      "dependentSchemas", "dependencies");
+
+  static {
+    // Loads the validator's classes now, outside any budget: the first check in a JVM would pay for it.
+    JsonNode warmUp = Json.tree("""
+        {"type": "object", "required": ["a"], "additionalProperties": false, "minProperties": 1,
+         "$defs": {"s": {"type": "string", "minLength": 1, "maxLength": 9, "pattern": "^a+$", "format": "email"}},
+         "propertyNames": {"pattern": "^[a-z]+$"}, "patternProperties": {"^z": {"const": 1}},
+         "dependentRequired": {"a": ["b"]}, "unevaluatedProperties": false,
+         "properties": {
+           "a": {"$ref": "#/$defs/s"},
+           "b": {"type": "array", "items": {"type": "integer", "minimum": 0, "maximum": 9, "multipleOf": 1},
+                 "prefixItems": [{"enum": [1, 2]}], "minItems": 1, "maxItems": 9, "uniqueItems": true,
+                 "contains": {"exclusiveMinimum": 0}},
+           "c": {"anyOf": [{"type": "null"}, {"oneOf": [{"type": "boolean"}, {"not": {"type": "number"}}]}],
+                 "allOf": [{"if": {"type": "string"}, "then": {"maxLength": 9}, "else": {"type": "boolean"}}]}}}
+        """);
+    for (String arguments : List.of("{\"a\": \"aa\", \"b\": [1, 2], \"c\": true}",
+        "{\"a\": \"\", \"b\": [1, 1, -1], \"c\": 1.5, \"zz\": 2, \"Q\": 1}")) {
+      FACTORY.getSchema(warmUp, CONFIG).validate(Json.tree(arguments));
+    }
+  }
+
+  /**
+   * Checking a tool's arguments took longer than {@link #BUDGET}, or went deeper than the stack (a
+   * $ref that leads back to itself at the same place): the tool's schema is too costly.
+   */
+  public static final class TooSlow extends RuntimeException {
+    TooSlow(String why) {
+      super("checking the arguments against the tool's parameters " + why, null, false, false);
+    }
+  }
 
   private ToolSchemas() {}
 
@@ -38,14 +89,79 @@ public final class ToolSchemas {
       throw ApiException.validation(param, param + " must be a JSON Schema of an object: {\"type\": \"object\", "
           + "\"properties\": {...}}");
     }
-    Set<ValidationMessage> errors = META.validate(schema);
-    if (!errors.isEmpty()) {
-      throw ApiException.validation(param, param + " is not a valid JSON Schema: " + errors.iterator().next().getMessage());
-    }
+    checkPatterns(schema, param);
     try {
-      FACTORY.getSchema(schema).initializeValidators(); // resolves every $ref now, not at the first call
-    } catch (RuntimeException e) {
-      throw ApiException.validation(param, param + " cannot be used: " + rootMessage(e));
+      SchemaBudget.within(BUDGET, () -> {
+        Set<ValidationMessage> errors = META.validate(schema);
+        if (!errors.isEmpty()) {
+          throw ApiException.validation(param, param + " is not a valid JSON Schema: "
+              + errors.iterator().next().getMessage());
+        }
+        JsonSchema compiled;
+        try {
+          compiled = FACTORY.getSchema(schema, CONFIG);
+          compiled.initializeValidators(); // resolves every $ref now, not at the first call
+        } catch (ApiException e) {
+          throw e;
+        } catch (RuntimeException e) {
+          if (SchemaBudget.exceeded(e)) {
+            throw new SchemaBudget.Exceeded();
+          }
+          throw ApiException.validation(param, param + " cannot be used: " + rootMessage(e));
+        }
+        compiled.validate(EMPTY_ARGUMENTS); // a $ref back to itself at the same place never ends: found here
+        return null;
+      });
+    } catch (SchemaBudget.Exceeded e) {
+      throw ApiException.validation(param, param + " takes too long to check (over " + BUDGET.toMillis() + " ms, "
+          + "or the agent's schemas together over " + DEFINITION_BUDGET.toMillis() + " ms): make it simpler");
+    } catch (StackOverflowError e) {
+      throw ApiException.validation(param, param + " refers to itself without end: a $ref leads back to "
+          + "where it is without reading further into the arguments");
+    }
+  }
+
+  /**
+   * Refuses, naming its field, each pattern ({@code pattern}, a {@code patternProperties} name) in
+   * the schema and its subschemas that RE2 does not compile.
+   */
+  private static void checkPatterns(JsonNode schema, String path) {
+    if (!schema.isObject()) {
+      return;
+    }
+    JsonNode pattern = schema.get("pattern");
+    if (pattern != null && pattern.isTextual()) {
+      refuseUnlessRe2(pattern.textValue(), path + ".pattern");
+    }
+    for (Iterator<Map.Entry<String, JsonNode>> it = schema.fields(); it.hasNext(); ) {
+      Map.Entry<String, JsonNode> field = it.next();
+      String keyword = field.getKey();
+      JsonNode value = field.getValue();
+      String at = path + "." + keyword;
+      if (ONE_SCHEMA.contains(keyword)) {
+        checkPatterns(value, at);
+      }
+      if (SCHEMA_ARRAY.contains(keyword) && value.isArray()) {
+        for (int i = 0; i < value.size(); i++) {
+          checkPatterns(value.get(i), at + "[" + i + "]");
+        }
+      }
+      if (SCHEMA_OBJECT.contains(keyword) && value.isObject()) {
+        for (Iterator<Map.Entry<String, JsonNode>> sub = value.fields(); sub.hasNext(); ) {
+          Map.Entry<String, JsonNode> named = sub.next();
+          if (keyword.equals("patternProperties")) {
+            refuseUnlessRe2(named.getKey(), at + "." + named.getKey());
+          }
+          checkPatterns(named.getValue(), at + "." + named.getKey());
+        }
+      }
+    }
+  }
+
+  private static void refuseUnlessRe2(String pattern, String param) {
+    String refusal = Re2Patterns.refusal(pattern);
+    if (refusal != null) {
+      throw ApiException.validation(param, param + " is not a pattern Runway can use: " + refusal);
     }
   }
 
@@ -57,8 +173,21 @@ public final class ToolSchemas {
     return root.getMessage() == null ? root.getClass().getSimpleName() : root.getMessage();
   }
 
-  /** What is wrong with {@code arguments} by the schema, in words for the model; empty when nothing. */
+  /**
+   * What is wrong with {@code arguments} by the schema, in words for the model; empty when nothing.
+   * Throws {@link TooSlow} past {@link #BUDGET}.
+   */
   public static List<String> violations(JsonNode schema, JsonNode arguments) {
-    return FACTORY.getSchema(schema).validate(arguments).stream().map(ValidationMessage::getMessage).sorted().toList();
+    try {
+      return SchemaBudget.within(BUDGET, () -> FACTORY.getSchema(schema, CONFIG).validate(arguments).stream()
+          .map(ValidationMessage::getMessage).sorted().toList());
+    } catch (RuntimeException e) {
+      if (SchemaBudget.exceeded(e)) {
+        throw new TooSlow("took longer than " + BUDGET.toMillis() + " ms");
+      }
+      throw e;
+    } catch (StackOverflowError e) {
+      throw new TooSlow("never ended: the schema refers to itself without end");
+    }
   }
 }

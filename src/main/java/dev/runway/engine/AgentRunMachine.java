@@ -199,7 +199,14 @@ public final class AgentRunMachine extends RunMachine {
               .asText(), 200), "invalid");
           continue;
         }
-        List<String> violations = ToolSchemas.violations(tool.parameters(), arguments);
+        List<String> violations;
+        try {
+          violations = ToolSchemas.violations(tool.parameters(), arguments);
+        } catch (ToolSchemas.TooSlow e) {
+          fail("schema_budget_exceeded", e.getMessage() + " (tool '" + tool.name() + "'): make its parameters "
+              + "schema simpler", null);
+          continue;
+        }
         if (!violations.isEmpty()) {
           toolResult(call, false, null, "the arguments do not match the tool's parameters: "
               + String.join("; ", violations), "invalid");

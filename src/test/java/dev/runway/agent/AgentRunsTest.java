@@ -24,7 +24,9 @@ import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.TimeUnit;
 import java.util.function.UnaryOperator;
+import org.junit.jupiter.api.Timeout;
 
 /**
  * Agent runs against a scripted model that speaks the Chat Completions wire format and a local tool
@@ -524,5 +526,82 @@ class AgentRunsTest {
       assertEquals(List.of("user"), roles(messages), "no instructions: no system message");
       assertEquals("{\"ticket\":42}", messages.get("data").get(0).get("content").asText());
     });
+  }
+
+  // ---- tenants' schemas against the engine's threads ----
+
+  /** Answers "Search." agents with one tool call of {@code arguments}, and any tool result or other agent with text. */
+  private static Reply searchOnce(JsonNode body, Map<String, Object> arguments) {
+    JsonNode messages = body.get("messages");
+    if (messages.get(messages.size() - 1).get("role").asText().equals("tool")) {
+      return Reply.text("gave up");
+    }
+    return messages.get(0).get("content").asText().equals("Search.")
+        ? Reply.toolCalls(ToolCall.of("c1", "search", arguments)) : Reply.text("hello");
+  }
+
+  @BothDatabases
+  @Timeout(value = 60, unit = TimeUnit.SECONDS) // java.util.regex spends minutes on each of these calls
+  void a_pattern_that_would_backtrack_is_checked_in_linear_time_and_another_tenants_run_goes_on(Api api)
+      throws Exception {
+    String params = "{\"type\":\"object\",\"properties\":{\"q\":{\"type\":\"string\","
+        + "\"pattern\":\"^(.*a){12}$\"}},\"required\":[\"q\"]}";
+    String otherWorkspace = Api.newWorkspaceId();
+    String otherKey = api.keyIn(otherWorkspace, null, Scope.all().toArray(new Scope[0]));
+    try (FakeModel model = FakeModel.start(); ToolServer tools = ToolServer.start();
+        Engine engine = engine(api, model)) {
+      model.respondWith(body -> searchOnce(body, Map.of("q", "a".repeat(60) + "!")));
+      api.test(http -> {
+        assertEquals(201, http.put("/v1/agents/searcher", "{\"model\":\"m\",\"instructions\":\"Search.\","
+            + "\"tools\":[{\"name\":\"search\",\"parameters\":" + params + ",\"url\":\"" + tools.url("/search")
+            + "\"}]}").status());
+        List<String> ids = new ArrayList<>();
+        for (int i = 0; i < 8; i++) {
+          ids.add(start(http, "searcher", "\"find\""));
+        }
+        assertEquals(201, http.send("PUT", "/v1/agents/greeter", otherKey, "{\"model\":\"m\",\"instructions\":"
+            + "\"Greet.\"}", "application/json").status());
+        Http.Reply other = http.post("/v1/agents/greeter/runs", otherKey, "{\"project\":\"demo\",\"input\":\"hi\"}");
+        assertEquals(200, other.status(), other::toString);
+        assertEquals("hello", awaitStatus(http, otherKey, other.json().get("id").asText(), "succeeded").get("output")
+            .asText());
+        for (String id : ids) {
+          assertEquals("gave up", awaitStatus(http, id, "succeeded").get("output").asText());
+          String error = messages(http, id).stream().filter(m -> m.get("role").asText().equals("tool")).findFirst()
+              .map(m -> Api.json(m.get("content").asText()).get("error").asText()).orElseThrow();
+          assertTrue(error.startsWith("the arguments do not match the tool's parameters") && error.contains("q"), error);
+        }
+        assertEquals(0, tools.calls("/search").size(), "arguments that do not match never reach the tool");
+      });
+    }
+  }
+
+  @BothDatabases
+  @Timeout(value = 60, unit = TimeUnit.SECONDS)
+  void arguments_that_take_a_schema_past_its_budget_fail_the_run_and_free_the_engine(Api api) throws Exception {
+    // each level of nesting tries both branches of anyOf, and both fail at the bottom: 2^40 steps unbounded
+    String params = "{\"type\":\"object\",\"properties\":{\"q\":{\"$ref\":\"#/$defs/n\"}},\"$defs\":{\"n\":"
+        + "{\"type\":\"array\",\"items\":{\"anyOf\":[{\"$ref\":\"#/$defs/n\"},{\"$ref\":\"#/$defs/n\"}]}}}}";
+    Object nested = 1;
+    for (int i = 0; i < 40; i++) {
+      nested = List.of(nested);
+    }
+    Map<String, Object> arguments = Map.of("q", nested);
+    try (FakeModel model = FakeModel.start(); ToolServer tools = ToolServer.start();
+        Engine engine = engine(api, model)) {
+      model.respondWith(body -> searchOnce(body, arguments));
+      api.test(http -> {
+        assertEquals(201, http.put("/v1/agents/searcher", "{\"model\":\"m\",\"instructions\":\"Search.\","
+            + "\"tools\":[{\"name\":\"search\",\"parameters\":" + params + ",\"url\":\"" + tools.url("/search")
+            + "\"}]}").status());
+        String id = start(http, "searcher", "\"find\"");
+        JsonNode run = failedWith(http, id, "schema_budget_exceeded");
+        assertTrue(run.get("error").get("message").asText().contains("'search'"), run::toString);
+        assertEquals(0, tools.calls("/search").size());
+        assertEquals(201, http.put("/v1/agents/greeter", "{\"model\":\"m\",\"instructions\":\"Greet.\"}")
+            .status());
+        assertEquals("hello", awaitStatus(http, start(http, "greeter", "\"hi\""), "succeeded").get("output").asText());
+      });
+    }
   }
 }

@@ -88,6 +88,40 @@ class AgentsTest {
   }
 
   @BothDatabases
+  void a_tool_pattern_re2_cannot_run_is_400_naming_the_field_and_nothing_is_stored(Api api) {
+    List<String[]> cases = new ArrayList<>();
+    cases.add(new String[] {"{\"properties\":{\"x\":{\"type\":\"string\",\"pattern\":\"^(a+)\\\\1$\"}}}",
+        "tools[0].parameters.properties.x.pattern", "backreferences"}); // a backreference
+    cases.add(new String[] {"{\"properties\":{\"x\":{\"type\":\"array\",\"items\":{\"pattern\":\"(?=a)b\"}}}}",
+        "tools[0].parameters.properties.x.items.pattern", "lookaround"});
+    cases.add(new String[] {"{\"patternProperties\":{\"^(?<!x)y\":{}}}", "tools[0].parameters.patternProperties.^(?<!x)y",
+        "lookaround"});
+    cases.add(new String[] {"{\"properties\":{\"x\":{\"pattern\":\"((a{100}){100}){100}\"}}}",
+        "tools[0].parameters.properties.x.pattern", "too large"});
+    cases.add(new String[] {"{\"anyOf\":[{\"$ref\":\"#\"}]}", "tools[0].parameters", "refers to itself"});
+    StringBuilder fanOut = new StringBuilder("{\"$ref\":\"#/$defs/d0\",\"$defs\":{");
+    for (int i = 0; i < 40; i++) { // no loop, but 2^40 ways down to a schema that refuses every object
+      fanOut.append("\"d").append(i).append("\":{\"anyOf\":[{\"$ref\":\"#/$defs/d").append(i + 1)
+          .append("\"},{\"$ref\":\"#/$defs/d").append(i + 1).append("\"}]},");
+    }
+    cases.add(new String[] {fanOut.append("\"d40\":{\"type\":\"string\"}}}").toString(), "tools[0].parameters",
+        "too long to check"});
+    api.test(http -> {
+      for (String[] c : cases) {
+        String parameters = "{\"type\":\"object\"," + c[0].substring(1);
+        JsonNode problem = assertProblem(http.put("/v1/agents/bad", "{\"model\":\"m\",\"tools\":[{\"name\":\"a\","
+            + "\"url\":\"https://x.example.com\",\"parameters\":" + parameters + "}]}"), 400, "validation_failed", c[1]);
+        assertTrue(problem.get("detail").asText().contains(c[2]), problem::toString);
+      }
+      assertProblem(http.get("/v1/agents/bad"), 404, "agent_not_found");
+      assertEquals(201, http.put("/v1/agents/good", "{\"model\":\"m\",\"tools\":[{\"name\":\"a\",\"url\":"
+          + "\"https://x.example.com\",\"parameters\":{\"type\":\"object\",\"properties\":{\"x\":{\"type\":"
+          + "\"string\",\"pattern\":\"^(.*a){12}$\"}},\"patternProperties\":{\"^[a-z]\\\\d{1,3}$\":{}}}}]}").status(),
+          "RE2 patterns are fine, the ones java.util.regex would backtrack on too");
+    });
+  }
+
+  @BothDatabases
   void bad_definitions_are_400_naming_the_field_and_nothing_is_stored(Api api) {
     List<String[]> cases = new ArrayList<>();
     cases.add(new String[] {"{}", "validation_failed", "model"});
