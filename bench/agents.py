@@ -169,7 +169,7 @@ class Runway:
         self.base = "http://127.0.0.1:%d" % self.port
         env = dict(os.environ, RUNWAY_HTTP_PORT=str(self.port), RUNWAY_DB_URL="jdbc:h2:file:%s/runway" % self.work,
                    RUNWAY_WORKFLOWS_DIR="", RUNWAY_AGENTS_DIR="", RUNWAY_HTTP_REQUEST_LOG="false",
-                   RUNWAY_ENGINE_HTTP_ALLOW_PRIVATE_NETWORKS="true", RUNWAY_RATELIMIT_PER_KEY_PER_SECOND="0",
+                   RUNWAY_ENGINE_HTTP_ALLOW_PRIVATE_NETWORKS="true", RUNWAY_RATELIMIT_PER_KEY_PER_SECOND="0", RUNWAY_QUOTAS_RUNS_PER_MINUTE_PER_WORKSPACE="0",
                    RUNWAY_BOOTSTRAP_ADMIN_KEY="false")
         env.setdefault("MALLOC_ARENA_MAX", "2")  # as ./run.sh sets it
         env.pop("RUNWAY_CONFIG", None)

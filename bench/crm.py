@@ -105,7 +105,7 @@ class Runway:
         self.proc = self.log = None
         env = dict(os.environ, RUNWAY_HTTP_PORT=str(self.port), RUNWAY_DB_URL=db_url or "jdbc:h2:file:%s/runway" % self.work,
                    RUNWAY_WORKFLOWS_DIR="", RUNWAY_AGENTS_DIR="", RUNWAY_HTTP_REQUEST_LOG="false",
-                   RUNWAY_RATELIMIT_PER_KEY_PER_SECOND="0", RUNWAY_BOOTSTRAP_ADMIN_KEY="false")
+                   RUNWAY_RATELIMIT_PER_KEY_PER_SECOND="0", RUNWAY_QUOTAS_RUNS_PER_MINUTE_PER_WORKSPACE="0", RUNWAY_BOOTSTRAP_ADMIN_KEY="false")
         if db_user is not None:
             env.update(RUNWAY_DB_USER=db_user, RUNWAY_DB_PASSWORD=db_password or "")
         env.setdefault("MALLOC_ARENA_MAX", "2")  # as ./run.sh sets it

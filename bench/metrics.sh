@@ -62,7 +62,7 @@ start() {  # mode (on|off)
   (cd "$dir" && exec env RUNWAY_HTTP_PORT="$port" RUNWAY_DB_URL="$url" \
     RUNWAY_DB_USER="$([ "$DB" = postgresql ] && echo "$PG_USER" || echo sa)" \
     RUNWAY_WORKFLOWS_DIR="$ROOT/config/workflows" RUNWAY_HTTP_REQUEST_LOG=false \
-    RUNWAY_RATELIMIT_PER_KEY_PER_SECOND=0 RUNWAY_BOOTSTRAP_ADMIN_KEY=false RUNWAY_HTTP_MAX_IN_FLIGHT_PER_KEY=100000 \
+    RUNWAY_RATELIMIT_PER_KEY_PER_SECOND=0 RUNWAY_QUOTAS_RUNS_PER_MINUTE_PER_WORKSPACE=0 RUNWAY_BOOTSTRAP_ADMIN_KEY=false RUNWAY_HTTP_MAX_IN_FLIGHT_PER_KEY=100000 \
     RUNWAY_METRICS_ENABLED=$([ "$mode" = on ] && echo true || echo false) \
     java $OPTS -jar "$JAR" >"$dir/server.log" 2>&1) &
   PIDS+=($!)

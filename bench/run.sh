@@ -99,7 +99,7 @@ bench_db() {  # db-label jdbc-url user password
   port=$(free_port)
   export RUNWAY_HTTP_PORT=$port RUNWAY_DB_URL=$url RUNWAY_DB_USER=$user RUNWAY_DB_PASSWORD=$password \
     RUNWAY_WORKFLOWS_DIR=$ROOT/config/workflows RUNWAY_HTTP_REQUEST_LOG=false \
-    RUNWAY_RATELIMIT_PER_KEY_PER_SECOND=0 RUNWAY_BOOTSTRAP_ADMIN_KEY=false \
+    RUNWAY_RATELIMIT_PER_KEY_PER_SECOND=0 RUNWAY_QUOTAS_RUNS_PER_MINUTE_PER_WORKSPACE=0 RUNWAY_BOOTSTRAP_ADMIN_KEY=false \
     RUNWAY_HTTP_MAX_IN_FLIGHT_PER_KEY=100000  # one key sends all the load: the server's own limits are measured
   key=$(cd "$work" && java -jar "$JAR" keys create --workspace default --name bench 2>/dev/null)
   export RUNWAY_BENCH_KEY=$key
