@@ -342,8 +342,10 @@ public final class WebhookDispatcher implements AutoCloseable, WebhookOutbox.Han
     }
     // Its fair share, counting every delivery the transaction leased as the workspace's (it is at
     // most stored due instead, for a claim).
-    int ofWorkspace = heldByWorkspace.getOrDefault(workspaceId, 0) + leasedInAll;
-    if (!FairShares.mayTakeAnother(settings.maxInFlight(), heldByWorkspace.size(), ofWorkspace, Integer.MAX_VALUE)) {
+    Integer mine = heldByWorkspace.get(workspaceId);
+    int ofWorkspace = (mine == null ? 0 : mine) + leasedInAll;
+    int holders = heldByWorkspace.size() + (mine == null && ofWorkspace > 0 ? 1 : 0);
+    if (!FairShares.mayTakeAnother(settings.maxInFlight(), holders, ofWorkspace, Integer.MAX_VALUE)) {
       return null;
     }
     Lane lane = lanes.get(endpointId);
