@@ -1,5 +1,6 @@
 package dev.runway.engine;
 
+import dev.runway.core.FairShares;
 import dev.runway.run.Run;
 import java.util.HashMap;
 import java.util.Map;
@@ -7,7 +8,8 @@ import java.util.Map;
 /**
  * The memory the calls in flight hold: each call's run (its documents), the request it sends (which
  * carries the run's inputs and earlier outputs) and room for its answer. Bounded in all and per
- * workspace, so that no tenant can fill the heap with calls that wait: a thousand calls of runs with
+ * workspace (a fair share, see FairShares, within engine.max_call_bytes_in_flight's per-workspace part),
+ * so that no tenant can fill the heap with calls that wait: a thousand calls of runs with
  * half a megabyte of outputs each would. Reservations are estimates (characters for bytes), made
  * before a call goes out; a call that finds no room now is left for a later round.
  */
@@ -40,7 +42,7 @@ final class CallMemory {
    */
   synchronized Reservation reserve(String workspaceId, long bytes) {
     long mine = byWorkspace.getOrDefault(workspaceId, 0L);
-    if ((mine > 0 && mine + bytes > maxPerWorkspace) || (used > 0 && used + bytes > max)) {
+    if ((mine > 0 && mine + bytes > limit()) || (used > 0 && used + bytes > max)) {
       return null;
     }
     add(workspaceId, bytes);
@@ -49,7 +51,12 @@ final class CallMemory {
 
   /** Whether the workspace has about used its share: its runs are left out of claims until it has room. */
   synchronized boolean full(String workspaceId) {
-    return byWorkspace.getOrDefault(workspaceId, 0L) > maxPerWorkspace * 9 / 10;
+    return byWorkspace.getOrDefault(workspaceId, 0L) > limit() * 9 / 10;
+  }
+
+  /** What a workspace holding memory may hold: its fair share among those holding some, within its cap. */
+  private long limit() {
+    return FairShares.limit(max, byWorkspace.size(), maxPerWorkspace);
   }
 
   synchronized long used() {
@@ -79,7 +86,7 @@ final class CallMemory {
       synchronized (CallMemory.this) {
         long mine = byWorkspace.getOrDefault(workspaceId, 0L) - bytes;
         long others = used - bytes;
-        if (to > bytes && ((mine > 0 && mine + to > maxPerWorkspace) || (others > 0 && others + to > max))) {
+        if (to > bytes && ((mine > 0 && mine + to > limit()) || (others > 0 && others + to > max))) {
           return false;
         }
         add(workspaceId, to - bytes);

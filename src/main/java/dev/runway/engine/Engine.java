@@ -1,5 +1,6 @@
 package dev.runway.engine;
 
+import dev.runway.core.FairShares;
 import dev.runway.core.Ids;
 import dev.runway.core.Time;
 import dev.runway.db.Slice;
@@ -12,6 +13,7 @@ import dev.runway.secret.SecretSource;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -23,7 +25,6 @@ import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Function;
-import java.util.stream.Collectors;
 import org.jdbi.v3.core.Jdbi;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -37,7 +38,9 @@ import org.slf4j.LoggerFactory;
  * <p>Calls in flight are bounded per instance ({@code engine.max_calls_in_flight}) and per workspace
  * ({@code engine.max_calls_in_flight_per_workspace}): a workspace whose tools hang holds at most its
  * share, and the runs of other workspaces are claimed past it (a workspace at its share is left out
- * of the claim's query, so its many due runs cannot crowd the others out of the batch either).
+ * of the claim's query, so its many due runs cannot crowd the others out of the batch either). The
+ * share is fair ({@link FairShares}): with others holding calls a workspace holds at most about
+ * max_calls_in_flight / (holders + 1), so that many workspaces cannot take every place either.
  */
 public final class Engine implements AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(Engine.class);
@@ -154,9 +157,11 @@ public final class Engine implements AutoCloseable {
   private boolean claimAndSubmit() {
     Instant now = Time.now();
     int free = settings.maxCallsInFlight() - calls.get();
-    Set<String> atTheirShare = callsByWorkspace.entrySet().stream()
-        .filter(e -> e.getValue() >= settings.maxCallsInFlightPerWorkspace() || memory.full(e.getKey()))
-        .map(Map.Entry::getKey).collect(Collectors.toSet());
+    // A workspace past its fair share of the calls (see FairShares) or of their memory is left out.
+    Map<String, Integer> holding = Map.copyOf(callsByWorkspace);
+    Set<String> atTheirShare = new HashSet<>(FairShares.atTheirShare(holding, settings.maxCallsInFlight(),
+        settings.maxCallsInFlightPerWorkspace()));
+    holding.keySet().stream().filter(memory::full).forEach(atTheirShare::add);
     // Enough rows for the free places and a batch of moves without calls; not more, since every row
     // read is parsed, and most wake-ups come from a call that just ended.
     int limit = Math.min(BATCH, Math.max(32, free * 4));
@@ -169,12 +174,14 @@ public final class Engine implements AutoCloseable {
     List<CallMemory.Reservation> rooms = new ArrayList<>();
     Map<String, Integer> takenNow = new HashMap<>();
     int callsLeft = free;
+    int holders = holding.size();
     for (Run run : due) {
       Claim claim = claim(run, now);
       CallMemory.Reservation room = null;
       if (claim.call()) {
-        int share = callsByWorkspace.getOrDefault(run.workspaceId(), 0) + takenNow.getOrDefault(run.workspaceId(), 0);
-        if (callsLeft == 0 || share >= settings.maxCallsInFlightPerWorkspace()) {
+        int share = holding.getOrDefault(run.workspaceId(), 0) + takenNow.getOrDefault(run.workspaceId(), 0);
+        if (callsLeft == 0 || !FairShares.mayTakeAnother(settings.maxCallsInFlight(), holders, share,
+            settings.maxCallsInFlightPerWorkspace())) {
           continue; // no place for its call now: the run stays due for a later round
         }
         room = memory.reserve(run.workspaceId(), runnerOf(run).weight(claim.save()));
@@ -182,6 +189,9 @@ public final class Engine implements AutoCloseable {
           continue; // no memory for its call now: likewise
         }
         callsLeft--;
+        if (share == 0) {
+          holders++;
+        }
         takenNow.merge(run.workspaceId(), 1, Integer::sum);
       }
       claims.add(claim);

@@ -2,6 +2,7 @@ package dev.runway.events;
 
 import dev.runway.auth.ApiKeyService;
 import dev.runway.auth.Principal;
+import dev.runway.core.FairShares;
 import dev.runway.core.Json;
 import dev.runway.db.GroupCommitter;
 import dev.runway.engine.Event;
@@ -91,7 +92,8 @@ public final class EventStreams implements AutoCloseable {
    * Answers the request with a stream of the caller's events after {@code afterSeq}: the run's if
    * {@code runId} is set (ending once it has sent the run's last event; {@code runEnded}: the run had
    * ended already), else the workspace's (only the key's projects). 429 past sse.max_streams_per_key
-   * for the key, 503 past sse.max_streams for this instance.
+   * for the key and past the workspace's fair share of sse.max_streams (see FairShares), 503 past
+   * sse.max_streams for this instance.
    */
   public void open(Context ctx, Principal caller, String runId, long afterSeq, boolean runEnded) {
     EventStream stream;
@@ -112,6 +114,12 @@ public final class EventStreams implements AutoCloseable {
       }
       quotas.checkOpen(Quota.EVENT_STREAMS, caller.workspaceId(),
           streamsByWorkspace.getOrDefault(caller.workspaceId(), 0));
+      int ofWorkspace = streamsByWorkspace.getOrDefault(caller.workspaceId(), 0);
+      if (!FairShares.mayTakeAnother(settings.maxStreams(), streamsByWorkspace.size(), ofWorkspace, Long.MAX_VALUE)) {
+        throw new ApiException(429, "rate_limited", "this workspace has " + ofWorkspace + " event streams open, its"
+            + " fair share of this instance's " + settings.maxStreams() + " (sse.max_streams) beside other"
+            + " workspaces' streams; close one first", null, Map.of("Retry-After", "5"));
+      }
       if (thread == null) {
         stopListening = committer.addCommitListener(this::changed);
         thread = new Thread(this::feed, "runway-sse");

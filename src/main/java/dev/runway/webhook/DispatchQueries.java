@@ -28,8 +28,8 @@ final class DispatchQueries {
    */
   static final String DUE_SINCE = "TIMESTAMP WITH TIME ZONE '1970-01-01 00:00:00+00'";
 
-  /** A due delivery and its endpoint. */
-  record Due(String id, String endpointId) {}
+  /** A due delivery, its endpoint and workspace. */
+  record Due(String id, String endpointId, String workspaceId) {}
 
   /** A delivery leased for an attempt, with what to send. */
   record Claimed(String id, String workspaceId, String endpointId, String eventId, int attempts, Instant giveUpAt,
@@ -47,12 +47,14 @@ final class DispatchQueries {
 
   /**
    * Due deliveries that no live lease holds, longest due first, leaving out those of the endpoints
-   * in {@code except} (none when empty).
+   * in {@code except} and of the workspaces in {@code exceptWorkspaces} (none when empty).
    */
-  static List<Due> due(Connection c, Instant now, Collection<String> except, int limit) {
-    String sql = "SELECT id, endpoint_id FROM webhook_delivery WHERE next_attempt_at >= " + DUE_SINCE
+  static List<Due> due(Connection c, Instant now, Collection<String> except, Collection<String> exceptWorkspaces,
+      int limit) {
+    String sql = "SELECT id, endpoint_id, workspace_id FROM webhook_delivery WHERE next_attempt_at >= " + DUE_SINCE
         + " AND next_attempt_at <= ? AND (lease_until IS NULL OR lease_until < ?)"
         + (except.isEmpty() ? "" : " AND endpoint_id NOT IN (" + marks(except.size()) + ")")
+        + (exceptWorkspaces.isEmpty() ? "" : " AND workspace_id NOT IN (" + marks(exceptWorkspaces.size()) + ")")
         + " ORDER BY next_attempt_at LIMIT ?";
     try (PreparedStatement ps = c.prepareStatement(sql)) {
       int i = 1;
@@ -61,11 +63,14 @@ final class DispatchQueries {
       for (String id : except) {
         ps.setString(i++, id);
       }
+      for (String id : exceptWorkspaces) {
+        ps.setString(i++, id);
+      }
       ps.setInt(i, limit);
       List<Due> out = new ArrayList<>();
       try (ResultSet rs = ps.executeQuery()) {
         while (rs.next()) {
-          out.add(new Due(rs.getString(1), rs.getString(2)));
+          out.add(new Due(rs.getString(1), rs.getString(2), rs.getString(3)));
         }
       }
       return out;

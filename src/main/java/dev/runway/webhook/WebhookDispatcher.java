@@ -1,5 +1,6 @@
 package dev.runway.webhook;
 
+import dev.runway.core.FairShares;
 import dev.runway.core.Time;
 import dev.runway.db.OverloadedException;
 import dev.runway.db.Tx;
@@ -39,7 +40,9 @@ import org.slf4j.LoggerFactory;
  * slow or dead endpoint holds only its own places; as many more of its deliveries may be claimed
  * and wait in this instance for a place (see {@link Lane}). An attempt's outcome is recorded
  * through the group commit, together with the others that ended meanwhile; a crash before that
- * leaves the lease to expire, and the delivery is attempted again (at least once).
+ * leaves the lease to expire, and the delivery is attempted again (at least once). A workspace
+ * holds at most its fair share of the instance's places (see {@link FairShares}): its deliveries
+ * past it wait, and the due deliveries of other workspaces are claimed past them.
  *
  * <p>A delivery stored by this instance's own commits is, when there is room for it, stored leased
  * to the dispatcher already and handed to it after the commit (see {@link WebhookOutbox.Handoff}):
@@ -92,6 +95,12 @@ public final class WebhookDispatcher implements AutoCloseable, WebhookOutbox.Han
   private final AtomicLong bytesInFlight = new AtomicLong();
   /** Each endpoint's attempts in this instance. */
   private final Map<String, Lane> lanes = new ConcurrentHashMap<>();
+  /**
+   * Each workspace's attempts in this instance (in its lanes, and handed over and not yet taken up),
+   * of those that hold any: a workspace holds at most its fair share of webhooks.max_in_flight
+   * (see FairShares), so that one with hundreds of endpoints cannot take every place.
+   */
+  private final Map<String, Integer> heldByWorkspace = new ConcurrentHashMap<>();
   /** Outcomes not yet handed to the group commit, in the order their attempts ended. */
   private final Queue<Outcome> outcomes = new ConcurrentLinkedQueue<>();
   private final AtomicInteger outcomeCount = new AtomicInteger();
@@ -242,8 +251,10 @@ public final class WebhookDispatcher implements AutoCloseable, WebhookOutbox.Han
         full.add(id);
       }
     });
+    Map<String, Integer> holding = Map.copyOf(heldByWorkspace);
+    Set<String> fullWorkspaces = FairShares.atTheirShare(holding, settings.maxInFlight(), Integer.MAX_VALUE);
     long started = System.nanoTime();
-    boolean lookPast = !full.isEmpty() && (lookingPast || started - lookPastAt >= 0);
+    boolean lookPast = (!full.isEmpty() || !fullWorkspaces.isEmpty()) && (lookingPast || started - lookPastAt >= 0);
     if (!lookPast && !dueMaybe && started - lastLook < settings.pollInterval().toNanos()) {
       return false; // nothing can have become due since the last look found none
     }
@@ -251,21 +262,29 @@ public final class WebhookDispatcher implements AutoCloseable, WebhookOutbox.Han
     lastLook = started;
     Instant now = Time.now();
     List<DispatchQueries.Due> due = service.jdbi().withHandle(h ->
-        DispatchQueries.due(h.getConnection(), now, lookPast ? full : Set.of(), room));
+        DispatchQueries.due(h.getConnection(), now, lookPast ? full : Set.of(), lookPast ? fullWorkspaces : Set.of(),
+            room));
     if (lookPast) {
       lookPastEvery = due.isEmpty() ? Math.min(2 * lookPastEvery, settings.pollInterval().toNanos()) : LOOK_PAST_MIN_NANOS;
       lookPastAt = System.nanoTime() + Math.max(lookPastEvery, (System.nanoTime() - started) * LOOK_PAST_SHARE);
       lookingPast = due.size() == room;
     }
-    // No more per endpoint than it has room for.
+    // No more per endpoint than it has room for, nor per workspace than its fair share.
     Map<String, Integer> taken = new HashMap<>();
+    Map<String, Integer> takenByWorkspace = new HashMap<>();
+    int holders = holding.size();
     List<String> ids = new ArrayList<>();
     int leftBehind = 0;
     for (DispatchQueries.Due d : due) {
-      int used = lanes.computeIfAbsent(d.endpointId(), k -> new Lane()).held();
-      int n = taken.merge(d.endpointId(), 1, Integer::sum);
-      if (used + n <= perEndpoint) {
+      int used = lane(d.endpointId(), d.workspaceId()).held();
+      int n = taken.getOrDefault(d.endpointId(), 0) + 1;
+      int ofWorkspace = holding.getOrDefault(d.workspaceId(), 0) + takenByWorkspace.getOrDefault(d.workspaceId(), 0);
+      if (used + n <= perEndpoint
+          && FairShares.mayTakeAnother(settings.maxInFlight(), holders, ofWorkspace, Integer.MAX_VALUE)) {
         ids.add(d.id());
+        taken.put(d.endpointId(), n);
+        takenByWorkspace.merge(d.workspaceId(), 1, Integer::sum);
+        holders += ofWorkspace == 0 ? 1 : 0;
       } else {
         leftBehind++;
       }
@@ -312,7 +331,7 @@ public final class WebhookDispatcher implements AutoCloseable, WebhookOutbox.Han
         finish(c, token, endpoint, Time.now(), null, null, "the endpoint was disabled");
         continue;
       }
-      Lane lane = lanes.computeIfAbsent(c.endpointId(), k -> new Lane());
+      Lane lane = lane(c.endpointId(), c.workspaceId());
       Attempt attempt = new Attempt(c, token, endpoint);
       if (lane.startOrWait(attempt, settings.maxInFlightPerEndpoint())) {
         send(lane, attempt);
@@ -336,9 +355,18 @@ public final class WebhookDispatcher implements AutoCloseable, WebhookOutbox.Han
    * counting those the transaction leased already and those handed over and not yet taken up.
    */
   @Override
-  public WebhookOutbox.Lease lease(String endpointId, int alreadyLeased, int leasedInAll, Instant now) {
+  public WebhookOutbox.Lease lease(String workspaceId, String endpointId, int alreadyLeased, int leasedInAll,
+      Instant now) {
     if (closing || inFlight.get() + handedCount.get() + leasedInAll >= settings.maxInFlight()
         || bytesInFlight.get() + (long) leasedInAll * PAYLOAD_ESTIMATE >= settings.maxBytesInFlight()) {
+      return null;
+    }
+    // Its fair share, counting every delivery the transaction leased as the workspace's (it is at
+    // most stored due instead, for a claim).
+    Integer mine = heldByWorkspace.get(workspaceId);
+    int ofWorkspace = (mine == null ? 0 : mine) + leasedInAll;
+    int holders = heldByWorkspace.size() + (mine == null && ofWorkspace > 0 ? 1 : 0);
+    if (!FairShares.mayTakeAnother(settings.maxInFlight(), holders, ofWorkspace, Integer.MAX_VALUE)) {
       return null;
     }
     Lane lane = lanes.get(endpointId);
@@ -364,6 +392,7 @@ public final class WebhookDispatcher implements AutoCloseable, WebhookOutbox.Han
       }
       return;
     }
+    deliveries.forEach(d -> hold(d.claimed().workspaceId(), 1));
     handedCount.addAndGet(deliveries.size());
     bytesInFlight.addAndGet(deliveries.stream().mapToLong(d -> d.claimed().weight()).sum());
     handed.addAll(deliveries);
@@ -375,7 +404,8 @@ public final class WebhookDispatcher implements AutoCloseable, WebhookOutbox.Han
     for (WebhookOutbox.Handed h = handed.poll(); h != null; h = handed.poll()) {
       inFlight.incrementAndGet();
       handedCount.decrementAndGet();
-      Lane lane = lanes.computeIfAbsent(h.endpoint().id(), k -> new Lane());
+      hold(h.claimed().workspaceId(), -1); // held in its lane from now on
+      Lane lane = lane(h.endpoint().id(), h.claimed().workspaceId());
       Attempt attempt = new Attempt(h.claimed(), h.owner(), h.endpoint());
       if (lane.startOrWait(attempt, settings.maxInFlightPerEndpoint())) {
         send(lane, attempt);
@@ -392,9 +422,14 @@ public final class WebhookDispatcher implements AutoCloseable, WebhookOutbox.Han
    * sent at once, on the thread that took up the answer: a busy endpoint's places do not wait for
    * a claim round (a query, a commit and another query), which comes once for many attempts.
    */
-  private static final class Lane {
+  private final class Lane {
+    private final String workspaceId;
     private int sending;
     private final ArrayDeque<Attempt> waiting = new ArrayDeque<>();
+
+    Lane(String workspaceId) {
+      this.workspaceId = workspaceId;
+    }
 
     /** In flight and waiting. */
     synchronized int held() {
@@ -403,6 +438,7 @@ public final class WebhookDispatcher implements AutoCloseable, WebhookOutbox.Han
 
     /** True if the attempt may be sent now; else it waits for a place. */
     synchronized boolean startOrWait(Attempt a, int places) {
+      hold(workspaceId, 1);
       if (sending < places) {
         sending++;
         return true;
@@ -414,6 +450,7 @@ public final class WebhookDispatcher implements AutoCloseable, WebhookOutbox.Han
     /** An attempt ended: the next one to send in its place, if any (none once the dispatcher closes). */
     synchronized Attempt ended(boolean closing) {
       sending--;
+      hold(workspaceId, -1);
       Attempt next = closing ? null : waiting.poll();
       if (next != null) {
         sending++;
@@ -424,9 +461,23 @@ public final class WebhookDispatcher implements AutoCloseable, WebhookOutbox.Han
     /** Takes every attempt still waiting (at close). */
     synchronized List<Attempt> takeWaiting() {
       List<Attempt> out = new ArrayList<>(waiting);
+      hold(workspaceId, -out.size());
       waiting.clear();
       return out;
     }
+  }
+
+  /** The endpoint's lane (an endpoint belongs to one workspace). */
+  private Lane lane(String endpointId, String workspaceId) {
+    return lanes.computeIfAbsent(endpointId, k -> new Lane(workspaceId));
+  }
+
+  /** Counts {@code n} more (or fewer) attempts held by the workspace; none held: it is no longer counted. */
+  private void hold(String workspaceId, int n) {
+    heldByWorkspace.compute(workspaceId, (ws, held) -> {
+      int now = (held == null ? 0 : held) + n;
+      return now <= 0 ? null : now;
+    });
   }
 
   /** An attempt in the lane ended: sends the next one waiting, else asks for a round (the lane has room). */

@@ -61,11 +61,11 @@ final class WebhookOutbox implements Outbox {
    */
   interface Handoff {
     /**
-     * The lease to store a new delivery to this endpoint under, when the dispatcher has room for
-     * it besides {@code alreadyLeased} deliveries to the endpoint and {@code leasedInAll} in all
-     * leased so far in the same transaction; null to store it due, for a claim.
+     * The lease to store a new delivery to this endpoint (of this workspace) under, when the
+     * dispatcher has room for it besides {@code alreadyLeased} deliveries to the endpoint and
+     * {@code leasedInAll} in all leased so far in the same transaction; null to store it due, for a claim.
      */
-    Lease lease(String endpointId, int alreadyLeased, int leasedInAll, Instant now);
+    Lease lease(String workspaceId, String endpointId, int alreadyLeased, int leasedInAll, Instant now);
 
     /** After the commit that stored them: the deliveries stored under the leases it gave. */
     void handOver(List<Handed> handed);
@@ -95,7 +95,7 @@ final class WebhookOutbox implements Outbox {
         Handoff to = handoff;
         Handing handing = to == null ? null : tx.local(Handing.class, k -> new Handing(tx, to));
         Lease lease = handing == null || handing.to != to ? null
-            : to.lease(endpoint.id(), handing.leased(endpoint.id()), handing.all.size(), now);
+            : to.lease(workspaceId, endpoint.id(), handing.leased(endpoint.id()), handing.all.size(), now);
         String id = storeDelivery(tx, workspaceId, endpoint.id(), eventId, type, now, retryWindow, lease);
         if (lease != null) {
           handing.add(new Handed(new DispatchQueries.Claimed(id, workspaceId, endpoint.id(), eventId, 0,

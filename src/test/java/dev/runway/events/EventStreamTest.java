@@ -189,8 +189,10 @@ class EventStreamTest {
   @BothDatabases
   void open_streams_are_bounded_per_key_and_per_instance_and_hold_no_request_places(Api api) {
     String a = api.key(Scope.RUNS_READ);
-    String b = api.key(Scope.RUNS_READ);
-    api.testWith(s -> s.with("sse.max_streams_per_key", "2").with("sse.max_streams", "3")
+    // Other workspaces: a workspace alone holds half the instance's streams (its fair share).
+    String b = api.keyIn(Api.newWorkspaceId(), null, Scope.RUNS_READ);
+    String c = api.keyIn(Api.newWorkspaceId(), null, Scope.RUNS_READ);
+    api.testWith(s -> s.with("sse.max_streams_per_key", "2").with("sse.max_streams", "4")
         .with("http.max_in_flight", "2").with("sse.heartbeat_ms", "100"), http -> {
       try (SseClient a1 = open(http, "/v1/events", a); SseClient a2 = open(http, "/v1/events", a)) {
         assertEquals(200, a1.status());
@@ -199,12 +201,13 @@ class EventStreamTest {
         JsonNode problem = assertProblem(third, 429, "rate_limited");
         assertTrue(problem.get("detail").asText().contains("sse.max_streams_per_key"), problem::toString);
         assertEquals("5", third.header("Retry-After"));
-        try (SseClient b1 = open(http, "/v1/events", b)) {
+        try (SseClient b1 = open(http, "/v1/events", b); SseClient c1 = open(http, "/v1/events", c)) {
           assertEquals(200, b1.status());
+          assertEquals(200, c1.status());
           Http.Reply full = http.send("GET", "/v1/events", b, null, null, "Accept", "text/event-stream");
           assertProblem(full, 503, "unavailable");
           assertEquals("5", full.header("Retry-After"));
-          // Three open streams, and the limit of requests in flight is 2: other requests still pass.
+          // Four open streams, and the limit of requests in flight is 2: other requests still pass.
           assertEquals(200, http.get("/v1/events", a).status());
           assertEquals(200, http.get("/v1/runs", b).status());
         }
