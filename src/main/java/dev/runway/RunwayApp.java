@@ -55,16 +55,16 @@ public final class RunwayApp {
         services.keys(), settings.streams(), inFlight, settings.keyCache(), services.quotas());
     RunRoutes runs = new RunRoutes(services.runs(), bodies, resumeOn(threads), streams,
         settings.maxPageBytes());
-    WorkflowRoutes workflows = new WorkflowRoutes(services.workflows(), bodies);
+    WorkflowRoutes workflows = new WorkflowRoutes(services.workflows(), bodies, settings.maxPageBytes());
     SecretRoutes secrets = new SecretRoutes(services.secrets(), bodies);
-    AgentRoutes agents = new AgentRoutes(services.agents(), bodies);
+    AgentRoutes agents = new AgentRoutes(services.agents(), bodies, settings.maxPageBytes());
     UsageRoutes usage = new UsageRoutes(services.agents().tokens());
     WebhookRoutes webhooks = new WebhookRoutes(services.webhooks(), bodies);
     int maxSyncBytes = Math.max(settings.maxBodyBytes(), CrmSettings.MAX_SYNC_BODY_BYTES);
     CrmRoutes crm = new CrmRoutes(services.crm(), settings.crm(), new RequestBodies(maxSyncBytes), resumeOn(threads),
         settings.maxPageBytes());
     ConsoleRoutes console = new ConsoleRoutes(services.accounts(), services.sessions(), services.keys(),
-        settings.console(), workspace -> services.workflows().page(workspace, null, false, 100).stream()
+        settings.console(), workspace -> services.workflows().page(workspace, null, false, 100, settings.maxPageBytes()).rows().stream()
             .map(dev.runway.workflow.Workflow::id).toList());
     RunPages runPages = new RunPages(console, services.runs(), services.workflows(), services.agents());
     ApiReference reference = new ApiReference();

@@ -1,5 +1,6 @@
 package dev.runway.agent;
 
+import dev.runway.db.Slice;
 import java.time.Instant;
 import java.util.List;
 import java.util.Optional;
@@ -29,8 +30,18 @@ public interface AgentDao {
   @SqlQuery("SELECT * FROM agent WHERE workspace_id = :workspaceId AND id > :after <archived> ORDER BY id LIMIT :limit")
   List<Agent> page(String workspaceId, String after, @Define("archived") String archivedFilter, int limit);
 
-  default List<Agent> page(String workspaceId, String after, boolean includeArchived, int limit) {
-    return page(workspaceId, after, includeArchived ? "" : "AND archived_at IS NULL", limit);
+  @SqlQuery("SELECT " + STORED_SIZE + " FROM agent WHERE workspace_id = :workspaceId AND id > :after <archived> "
+      + "ORDER BY id LIMIT :limit")
+  List<Long> pageSizes(String workspaceId, String after, @Define("archived") String archivedFilter, int limit);
+
+  /** The characters a agent's stored JSON takes, for pages bounded by bytes. */
+  String STORED_SIZE = "LENGTH(definition) + COALESCE(LENGTH(description), 0)";
+
+  /** Up to {@code limit} agents by id, as many as fit in {@code maxBytes} of stored JSON (at least one). */
+  default Slice<Agent> page(String workspaceId, String after, boolean includeArchived, int limit, long maxBytes) {
+    String archived = includeArchived ? "" : "AND archived_at IS NULL";
+    return Slice.within(pageSizes(workspaceId, after, archived, limit + 1), limit, maxBytes,
+        rows -> page(workspaceId, after, archived, rows));
   }
 
   @SqlUpdate("UPDATE agent SET archived_at = :at, updated_at = :at WHERE workspace_id = :workspaceId AND id = :id "

@@ -1,6 +1,7 @@
 package dev.runway.agent;
 
 import dev.runway.auth.Principal;
+import dev.runway.db.Slice;
 import dev.runway.http.AuthHandler;
 import dev.runway.http.Page;
 import dev.runway.http.PathParams;
@@ -8,7 +9,6 @@ import dev.runway.http.QueryParams;
 import dev.runway.http.RequestBodies;
 import dev.runway.http.Responses;
 import io.javalin.http.Context;
-import java.util.List;
 import java.util.Set;
 
 /** HTTP handlers for agent definitions. */
@@ -16,10 +16,13 @@ public final class AgentRoutes {
   private static final Set<String> LIST_PARAMS = Set.of("limit", "starting_after", "include_archived");
   private final AgentService agents;
   private final RequestBodies bodies;
+  /** The most stored JSON one page of agents holds (http.max_page_bytes). */
+  private final long maxPageBytes;
 
-  public AgentRoutes(AgentService agents, RequestBodies bodies) {
+  public AgentRoutes(AgentService agents, RequestBodies bodies, long maxPageBytes) {
     this.agents = agents;
     this.bodies = bodies;
+    this.maxPageBytes = maxPageBytes;
   }
 
   public void put(Context ctx) {
@@ -39,9 +42,9 @@ public final class AgentRoutes {
   public void list(Context ctx) {
     QueryParams q = QueryParams.of(ctx, LIST_PARAMS);
     int limit = q.integer("limit", 20, 1, 100);
-    List<Agent> rows = agents.page(AuthHandler.principal(ctx).workspaceId(), q.slug("starting_after"),
-        q.bool("include_archived", false), limit + 1);
-    Responses.json(ctx, 200, Page.of(rows, limit, AgentView::of, AgentView::id));
+    Slice<Agent> rows = agents.page(AuthHandler.principal(ctx).workspaceId(), q.slug("starting_after"),
+        q.bool("include_archived", false), limit, maxPageBytes);
+    Responses.json(ctx, 200, Page.of(rows, AgentView::of, AgentView::id));
   }
 
   public void archive(Context ctx) {

@@ -2,10 +2,10 @@ package dev.runway.agent;
 
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.runway.auth.Principal;
-import dev.runway.auth.WorkspaceDao;
 import dev.runway.config.DefinitionFiles;
 import dev.runway.core.Json;
 import dev.runway.core.Time;
+import dev.runway.db.Slice;
 import dev.runway.db.SqlErrors;
 import dev.runway.http.ApiException;
 import dev.runway.secret.SecretUse;
@@ -14,7 +14,6 @@ import dev.runway.quota.Quota;
 import dev.runway.quota.QuotaDao;
 import dev.runway.quota.Quotas;
 import java.time.Instant;
-import java.util.List;
 import java.util.Optional;
 import org.jdbi.v3.core.Jdbi;
 
@@ -113,9 +112,10 @@ public final class AgentService {
     return jdbi.withExtension(AgentDao.class, dao -> dao.find(workspaceId, id)).orElseThrow(() -> notFound(workspaceId, id));
   }
 
-  public List<Agent> page(String workspaceId, String after, boolean includeArchived, int limit) {
+  /** Up to {@code limit} agents by id, fewer when their stored JSON would pass {@code maxBytes} (at least one). */
+  public Slice<Agent> page(String workspaceId, String after, boolean includeArchived, int limit, long maxBytes) {
     return jdbi.withExtension(AgentDao.class,
-        dao -> dao.page(workspaceId, after == null ? "" : after, includeArchived, limit));
+        dao -> dao.page(workspaceId, after == null ? "" : after, includeArchived, limit, maxBytes));
   }
 
   /** Archives the agent: new runs are refused, existing runs stay readable. Archiving twice is fine. */

@@ -34,7 +34,7 @@ public final class RunPages {
   private static final int PAGE = 25;
   /** The most stored JSON one page of runs reads (runs may be near 512 KB each): fewer rows past it. */
   private static final long PAGE_BYTES = 1 << 20;
-  /** The most workflows and agents the definitions page lists (each up to 64 KB as stored). */
+  /** The most workflows and agents the definitions page lists (each fewer past PAGE_BYTES). */
   private static final int DEFINITIONS = 100;
   private static final int EVENTS = 200;
   /** A page showing a run still moving reloads itself this often (a meta refresh: no script needed). */
@@ -135,12 +135,12 @@ public final class RunPages {
     }
     String workspace = signed.get().account().workspaceId();
     List<Views.DefinitionRow> flows = new ArrayList<>();
-    for (Workflow w : workflows.page(workspace, null, false, DEFINITIONS)) {
+    for (Workflow w : workflows.page(workspace, null, false, DEFINITIONS, PAGE_BYTES).rows()) {
       flows.add(new Views.DefinitionRow(w.id(), w.name(), w.description(), Json.tree(w.steps()).size() + " steps"
           + (w.requiresApproval() ? ", approval" : ""), Views.time(w.updatedAt())));
     }
     List<Views.DefinitionRow> agentRows = new ArrayList<>();
-    for (Agent a : agents.page(workspace, null, false, DEFINITIONS)) {
+    for (Agent a : agents.page(workspace, null, false, DEFINITIONS, PAGE_BYTES).rows()) {
       JsonNode d = Json.tree(a.definition());
       agentRows.add(new Views.DefinitionRow(a.id(), a.name(), a.description(), d.path("model").asText()
           + ", " + d.path("tools").size() + " tools", Views.time(a.updatedAt())));

@@ -1,5 +1,6 @@
 package dev.runway.workflow;
 
+import dev.runway.db.Slice;
 import java.time.Instant;
 import java.util.List;
 import java.util.Optional;
@@ -30,8 +31,18 @@ public interface WorkflowDao {
   @SqlQuery("SELECT * FROM workflow WHERE workspace_id = :workspaceId AND id > :after <archived> ORDER BY id LIMIT :limit")
   List<Workflow> page(String workspaceId, String after, @Define("archived") String archivedFilter, int limit);
 
-  default List<Workflow> page(String workspaceId, String after, boolean includeArchived, int limit) {
-    return page(workspaceId, after, includeArchived ? "" : "AND archived_at IS NULL", limit);
+  @SqlQuery("SELECT " + STORED_SIZE + " FROM workflow WHERE workspace_id = :workspaceId AND id > :after <archived> "
+      + "ORDER BY id LIMIT :limit")
+  List<Long> pageSizes(String workspaceId, String after, @Define("archived") String archivedFilter, int limit);
+
+  /** The characters a workflow's stored JSON takes, for pages bounded by bytes. */
+  String STORED_SIZE = "LENGTH(steps) + COALESCE(LENGTH(triggers), 0) + COALESCE(LENGTH(description), 0)";
+
+  /** Up to {@code limit} workflows by id, as many as fit in {@code maxBytes} of stored JSON (at least one). */
+  default Slice<Workflow> page(String workspaceId, String after, boolean includeArchived, int limit, long maxBytes) {
+    String archived = includeArchived ? "" : "AND archived_at IS NULL";
+    return Slice.within(pageSizes(workspaceId, after, archived, limit + 1), limit, maxBytes,
+        rows -> page(workspaceId, after, archived, rows));
   }
 
   @SqlUpdate("DELETE FROM crm_trigger WHERE workspace_id = :workspaceId AND workflow_id = :workflowId")

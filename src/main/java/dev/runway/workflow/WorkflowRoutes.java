@@ -1,6 +1,7 @@
 package dev.runway.workflow;
 
 import dev.runway.auth.Principal;
+import dev.runway.db.Slice;
 import dev.runway.http.AuthHandler;
 import dev.runway.http.Page;
 import dev.runway.http.PathParams;
@@ -8,7 +9,6 @@ import dev.runway.http.QueryParams;
 import dev.runway.http.RequestBodies;
 import dev.runway.http.Responses;
 import io.javalin.http.Context;
-import java.util.List;
 import java.util.Set;
 
 /** HTTP handlers for workflow definitions. */
@@ -16,10 +16,13 @@ public final class WorkflowRoutes {
   private static final Set<String> LIST_PARAMS = Set.of("limit", "starting_after", "include_archived");
   private final WorkflowService workflows;
   private final RequestBodies bodies;
+  /** The most stored JSON one page of workflows holds (http.max_page_bytes). */
+  private final long maxPageBytes;
 
-  public WorkflowRoutes(WorkflowService workflows, RequestBodies bodies) {
+  public WorkflowRoutes(WorkflowService workflows, RequestBodies bodies, long maxPageBytes) {
     this.workflows = workflows;
     this.bodies = bodies;
+    this.maxPageBytes = maxPageBytes;
   }
 
   public void put(Context ctx) {
@@ -40,9 +43,9 @@ public final class WorkflowRoutes {
     QueryParams q = QueryParams.of(ctx, LIST_PARAMS);
     int limit = q.integer("limit", 20, 1, 100);
     Principal caller = AuthHandler.principal(ctx);
-    List<Workflow> rows = workflows.page(caller.workspaceId(), q.slug("starting_after"),
-        q.bool("include_archived", false), limit + 1);
-    Responses.json(ctx, 200, Page.of(rows, limit, WorkflowView::of, WorkflowView::id));
+    Slice<Workflow> rows = workflows.page(caller.workspaceId(), q.slug("starting_after"),
+        q.bool("include_archived", false), limit, maxPageBytes);
+    Responses.json(ctx, 200, Page.of(rows, WorkflowView::of, WorkflowView::id));
   }
 
   public void archive(Context ctx) {

@@ -1,9 +1,9 @@
 package dev.runway.workflow;
 
 import dev.runway.auth.Principal;
-import dev.runway.auth.WorkspaceDao;
 import dev.runway.core.Time;
 import dev.runway.core.WeighedCache;
+import dev.runway.db.Slice;
 import dev.runway.db.SqlErrors;
 import dev.runway.http.ApiException;
 import dev.runway.secret.SecretUse;
@@ -11,7 +11,6 @@ import dev.runway.quota.Quota;
 import dev.runway.quota.QuotaDao;
 import dev.runway.quota.Quotas;
 import java.time.Instant;
-import java.util.List;
 import java.util.Optional;
 import org.jdbi.v3.core.Jdbi;
 
@@ -113,9 +112,10 @@ public final class WorkflowService {
         .orElseThrow(() -> notFound(workspaceId, id));
   }
 
-  public List<Workflow> page(String workspaceId, String after, boolean includeArchived, int limit) {
+  /** Up to {@code limit} workflows by id, fewer when their stored JSON would pass {@code maxBytes} (at least one). */
+  public Slice<Workflow> page(String workspaceId, String after, boolean includeArchived, int limit, long maxBytes) {
     return jdbi.withExtension(WorkflowDao.class,
-        dao -> dao.page(workspaceId, after == null ? "" : after, includeArchived, limit));
+        dao -> dao.page(workspaceId, after == null ? "" : after, includeArchived, limit, maxBytes));
   }
 
   /** Archives the workflow: new runs are refused, existing runs stay readable. Archiving twice is fine. */

@@ -159,6 +159,29 @@ class MemoryBoundsTest {
   }
 
   @BothDatabases
+  void pages_of_workflows_and_agents_stop_early_at_their_byte_budget_with_has_more(Api api) {
+    String text = "d".repeat(1_900);
+    // 4 KiB a page: each definition stores about 2 KB of description (or instructions) and more.
+    api.testWith(s -> s.with("http.max_page_bytes", "4096"), http -> {
+      for (int i = 0; i < 7; i++) {
+        Http.Reply flow = http.put("/v1/workflows/paged-" + i, "{\"description\":\"" + text + "\",\"steps\":"
+            + "[{\"type\":\"delay\",\"seconds\":1}]}");
+        assertEquals(201, flow.status(), flow::toString);
+        Http.Reply agent = http.put("/v1/agents/paged-" + i, "{\"model\":\"m\",\"instructions\":\"" + text + "\"}");
+        assertEquals(201, agent.status(), agent::toString);
+      }
+      for (String list : new String[] {"/v1/workflows?limit=100", "/v1/agents?limit=100"}) {
+        Http.Reply first = http.get(list);
+        int size = first.json().get("data").size();
+        assertTrue(size >= 1 && size <= 2, () -> list + ": a page of " + size + " definitions of 2 KB within 4 KiB");
+        assertTrue(first.json().get("has_more").asBoolean(), list);
+        java.util.List<String> ids = readAll(http, list, "starting_after", "id", 2);
+        assertEquals(7, ids.stream().filter(id -> id.startsWith("paged-")).count(), () -> list + ": " + ids);
+      }
+    });
+  }
+
+  @BothDatabases
   void a_run_event_carries_the_run_without_step_outputs_and_within_64_KiB(Api api) {
     String big = "{\"blob\":\"" + "o".repeat(60_000) + "\"}";
     try (ToolServer tool = ToolServer.start(); WebhookReceiver receiver = new WebhookReceiver();
