@@ -52,7 +52,7 @@ import org.junit.jupiter.api.Test;
 class HostileLoadIT {
   private static final String SYNC = "/v1/crm/contacts/records/sync";
   private static final String SIGNIN = "/console/signin";
-  /** Connections posting to the console a byte a second, as in the probe (170: more than http.max_in_flight). */
+  /** Connections posting to the console a byte a second, as in the probe (more than http.max_in_flight). */
   private static final int SLOW_POSTS = 170;
   private static final Duration FLOOD = Duration.ofSeconds(15);
   private static final int RUN_STARTS = 36;
