@@ -204,6 +204,7 @@ class HostileLoadIT {
         // The run.succeeded events come after the 50 run.started ones, 16 at a time per endpoint, 10 s each.
         receiver.await(Duration.ofSeconds(100).minusNanos(System.nanoTime() - t0),
             got -> got.stream().anyMatch(d -> d.type().equals("run.succeeded")), "a run.succeeded event");
+        assertReady(server);
         List<WebhookReceiver.Delivery> delivered = receiver.deliveries();
         for (WebhookReceiver.Delivery d : delivered) {
           String payload = Json.MAPPER.writeValueAsString(d.body());
