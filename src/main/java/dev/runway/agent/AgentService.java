@@ -89,7 +89,7 @@ public final class AgentService {
       AgentDao dao = h.attach(AgentDao.class);
       Optional<Agent> existing = dao.findForUpdate(workspaceId, id);
       if (existing.isEmpty() || existing.get().archived()) { // a new or restored agent counts
-        quotas.check(Quota.AGENTS, workspaceId, h.attach(QuotaDao.class).agents(workspaceId));
+        quotas.check(Quota.AGENTS, workspaceId, () -> h.attach(QuotaDao.class).agents(workspaceId));
       }
       Agent agent = new Agent(workspaceId, id, definition.name(), definition.description(),
           Json.string(definition.toJson()), existing.map(Agent::createdAt).orElse(now), now, null);

@@ -91,7 +91,7 @@ public final class ApiKeyService {
     // Two first keys of one workspace race to create it; the loser retries and finds it.
     SqlErrors.retryOnUniqueViolation(() -> jdbi.inTransaction(h -> {
       quotas.lock(h, workspaceId, now); // the workspace made if new, then locked
-      quotas.check(Quota.KEYS, workspaceId, h.attach(QuotaDao.class).keys(workspaceId));
+      quotas.check(Quota.KEYS, workspaceId, () -> h.attach(QuotaDao.class).keys(workspaceId));
       h.attach(ApiKeyDao.class).insert(record);
       return record;
     }));

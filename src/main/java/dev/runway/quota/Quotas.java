@@ -71,10 +71,13 @@ public final class Quotas {
     }
   }
 
-  /** Refuses a create when the workspace has {@code count} of {@code quota} already and that is its limit. */
-  public void check(Quota quota, String workspaceId, long count) {
+  /**
+   * Refuses a create when the workspace has {@code count} of {@code quota} already and that is its
+   * limit; counted only while the quota is on (a count reads every row of the workspace).
+   */
+  public void check(Quota quota, String workspaceId, java.util.function.LongSupplier count) {
     long limit = limit(quota);
-    if (limit > 0 && count >= limit) {
+    if (limit > 0 && count.getAsLong() >= limit) {
       throw new QuotaExceeded(quota, limit, "workspace '" + workspaceId + "' has its quota of " + limit + " "
           + quota.wireName().replace('_', ' ') + " (" + quota.setting() + ")", Map.of());
     }

@@ -67,7 +67,7 @@ public final class SecretService implements SecretSource {
             + " characters");
       }
       if (existing.isEmpty()) {
-        quotas.check(Quota.SECRETS, workspaceId, h.attach(QuotaDao.class).secrets(workspaceId));
+        quotas.check(Quota.SECRETS, workspaceId, () -> h.attach(QuotaDao.class).secrets(workspaceId));
       }
       String hosts = allowedHosts != null ? allowedHosts.toStored() : existing.map(Secret::allowedHosts).orElse(null);
       Secret secret = new Secret(workspaceId, name, sealed != null ? sealed : existing.get().valueEncrypted(), hosts,

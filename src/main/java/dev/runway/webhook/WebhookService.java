@@ -91,7 +91,7 @@ public final class WebhookService {
     committer.commit(caller.workspaceId(), tx -> {
       // Counted under the workspace's lock the committer holds (one writer on H2): exact.
       quotas.check(Quota.WEBHOOK_ENDPOINTS, caller.workspaceId(),
-          tx.dao(QuotaDao.class).webhookEndpoints(caller.workspaceId()));
+          () -> tx.dao(QuotaDao.class).webhookEndpoints(caller.workspaceId()));
       tx.dao(WebhookDao.class).insertEndpoint(endpoint);
       return null;
     });

@@ -87,7 +87,7 @@ public final class WorkflowService {
         return new Saved(existing.get(), false);
       }
       if (existing.isEmpty() || existing.get().archived()) { // a new or restored workflow counts
-        quotas.check(Quota.WORKFLOWS, workspaceId, h.attach(QuotaDao.class).workflows(workspaceId));
+        quotas.check(Quota.WORKFLOWS, workspaceId, () -> h.attach(QuotaDao.class).workflows(workspaceId));
       }
       if (existing.isEmpty()) {
         dao.insert(workflow);
