@@ -3,8 +3,8 @@ package dev.runway.agent;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.runway.core.DomainException;
 import dev.runway.core.Json;
-import dev.runway.http.ApiException;
 import dev.runway.http.JsonFields;
 import dev.runway.outbound.CallTargets;
 import dev.runway.secret.SecretReferences;
@@ -58,7 +58,7 @@ public record AgentDefinition(String name, String description, String model, Str
     JsonFields fields = JsonFields.of(body, FIELDS);
     String model = fields.optionalString("model", null, 200);
     if (model == null || model.isBlank()) {
-      throw ApiException.validation("model", "model is required: the name the model endpoint knows it by, "
+      throw DomainException.invalid("model", "model is required: the name the model endpoint knows it by, "
           + "e.g. gpt-4o-mini, llama3.1");
     }
     return new AgentDefinition(
@@ -73,7 +73,7 @@ public record AgentDefinition(String name, String description, String model, Str
 
   private static List<Tool> tools(JsonNode tools) {
     if (tools.size() > MAX_TOOLS) {
-      throw ApiException.validation("tools", "an agent has at most " + MAX_TOOLS + " tools");
+      throw DomainException.invalid("tools", "an agent has at most " + MAX_TOOLS + " tools");
     }
     // the schemas of all the tools share one budget, so that 64 costly ones cannot hold a thread 64 times as long
     return SchemaBudget.within(ToolSchemas.DEFINITION_BUDGET, () -> checkedTools(tools));
@@ -85,11 +85,11 @@ public record AgentDefinition(String name, String description, String model, Str
     for (int i = 0; i < tools.size(); i++) {
       String at = "tools[" + i + "]";
       if (!tools.get(i).isObject()) {
-        throw ApiException.validation(at, at + " must be a JSON object with a name and a url");
+        throw DomainException.invalid(at, at + " must be a JSON object with a name and a url");
       }
       Tool tool = tool((ObjectNode) tools.get(i), at + ".");
       if (!names.add(tool.name())) {
-        throw ApiException.validation(at + ".name", at + ".name: another tool is named '" + tool.name() + "' already");
+        throw DomainException.invalid(at + ".name", at + ".name: another tool is named '" + tool.name() + "' already");
       }
       parsed.add(tool);
     }
@@ -100,7 +100,7 @@ public record AgentDefinition(String name, String description, String model, Str
     JsonFields f = JsonFields.of(tool, TOOL_FIELDS, prefix);
     String name = f.optionalString("name", null, 64);
     if (name == null || !TOOL_NAME.matcher(name).matches()) {
-      throw ApiException.validation(prefix + "name", prefix + "name is required: 1-64 letters, digits, '_' and '-'");
+      throw DomainException.invalid(prefix + "name", prefix + "name is required: 1-64 letters, digits, '_' and '-'");
     }
     JsonNode parameters = tool.get("parameters");
     if (parameters == null || parameters.isNull()) {
@@ -118,7 +118,7 @@ public record AgentDefinition(String name, String description, String model, Str
     if (url != null && url.isTextual() && BuiltinTools.isBuiltin(url.asText())) {
       String name = url.asText().substring(BuiltinTools.PREFIX.length());
       if (!BuiltinTools.NAMES.contains(name)) {
-        throw ApiException.validation(param, param + ": no built-in tool '" + name + "'; there is "
+        throw DomainException.invalid(param, param + ": no built-in tool '" + name + "'; there is "
             + String.join(", ", BuiltinTools.NAMES.stream().map(n -> BuiltinTools.PREFIX + n).sorted().toList()));
       }
       return url.asText();

@@ -3,16 +3,16 @@ package dev.runway.agent;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.runway.auth.Principal;
 import dev.runway.config.DefinitionFiles;
+import dev.runway.core.DomainException;
 import dev.runway.core.Json;
 import dev.runway.core.Time;
 import dev.runway.db.Slice;
 import dev.runway.db.SqlErrors;
-import dev.runway.http.ApiException;
-import dev.runway.secret.SecretUse;
-import dev.runway.usage.TokenQuota;
 import dev.runway.quota.Quota;
 import dev.runway.quota.QuotaDao;
 import dev.runway.quota.Quotas;
+import dev.runway.secret.SecretUse;
+import dev.runway.usage.TokenQuota;
 import java.time.Instant;
 import java.util.Optional;
 import org.jdbi.v3.core.Jdbi;
@@ -127,7 +127,7 @@ public final class AgentService {
     });
   }
 
-  static ApiException notFound(String workspaceId, String id) {
-    return ApiException.notFound("agent_not_found", "no agent '" + id + "' in workspace '" + workspaceId + "'");
+  static DomainException notFound(String workspaceId, String id) {
+    return DomainException.notFound("agent_not_found", "no agent '" + id + "' in workspace '" + workspaceId + "'");
   }
 }

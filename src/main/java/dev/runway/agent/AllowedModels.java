@@ -1,6 +1,6 @@
 package dev.runway.agent;
 
-import dev.runway.http.ApiException;
+import dev.runway.core.DomainException;
 import java.util.Arrays;
 import java.util.Collections;
 import java.util.LinkedHashSet;
@@ -41,7 +41,7 @@ public record AllowedModels(Set<String> names) {
    */
   public void check(String model, String param, String whose) {
     if (!allows(model)) {
-      throw ApiException.validation(param, whose + " '" + abbreviate(model) + "' is not allowed on this server; "
+      throw DomainException.invalid(param, whose + " '" + abbreviate(model) + "' is not allowed on this server; "
           + "the models allowed (agents.model.allowed) are: " + listed());
     }
   }

@@ -11,8 +11,8 @@ import com.networknt.schema.SpecVersion;
 import com.networknt.schema.ValidationMessage;
 import com.networknt.schema.resource.InputStreamSource;
 import com.networknt.schema.resource.SchemaLoader;
+import dev.runway.core.DomainException;
 import dev.runway.core.Json;
-import dev.runway.http.ApiException;
 import java.io.IOException;
 import java.time.Duration;
 import java.util.Iterator;
@@ -86,7 +86,7 @@ public final class ToolSchemas {
   /** Checks a tool's parameters schema: an object schema, valid as JSON Schema; else a 400 at {@code param}. */
   static void check(JsonNode schema, String param) {
     if (!schema.isObject() || !"object".equals(schema.path("type").asText(null))) {
-      throw ApiException.validation(param, param + " must be a JSON Schema of an object: {\"type\": \"object\", "
+      throw DomainException.invalid(param, param + " must be a JSON Schema of an object: {\"type\": \"object\", "
           + "\"properties\": {...}}");
     }
     checkPatterns(schema, param);
@@ -94,29 +94,29 @@ public final class ToolSchemas {
       SchemaBudget.within(BUDGET, () -> {
         Set<ValidationMessage> errors = META.validate(schema);
         if (!errors.isEmpty()) {
-          throw ApiException.validation(param, param + " is not a valid JSON Schema: "
+          throw DomainException.invalid(param, param + " is not a valid JSON Schema: "
               + errors.iterator().next().getMessage());
         }
         JsonSchema compiled;
         try {
           compiled = FACTORY.getSchema(schema, CONFIG);
           compiled.initializeValidators(); // resolves every $ref now, not at the first call
-        } catch (ApiException e) {
+        } catch (DomainException e) {
           throw e;
         } catch (RuntimeException e) {
           if (SchemaBudget.exceeded(e)) {
             throw new SchemaBudget.Exceeded();
           }
-          throw ApiException.validation(param, param + " cannot be used: " + rootMessage(e));
+          throw DomainException.invalid(param, param + " cannot be used: " + rootMessage(e));
         }
         compiled.validate(EMPTY_ARGUMENTS); // a $ref back to itself at the same place never ends: found here
         return null;
       });
     } catch (SchemaBudget.Exceeded e) {
-      throw ApiException.validation(param, param + " takes too long to check (over " + BUDGET.toMillis() + " ms, "
+      throw DomainException.invalid(param, param + " takes too long to check (over " + BUDGET.toMillis() + " ms, "
           + "or the agent's schemas together over " + DEFINITION_BUDGET.toMillis() + " ms): make it simpler");
     } catch (StackOverflowError e) {
-      throw ApiException.validation(param, param + " refers to itself without end: a $ref leads back to "
+      throw DomainException.invalid(param, param + " refers to itself without end: a $ref leads back to "
           + "where it is without reading further into the arguments");
     }
   }
@@ -161,7 +161,7 @@ public final class ToolSchemas {
   private static void refuseUnlessRe2(String pattern, String param) {
     String refusal = Re2Patterns.refusal(pattern);
     if (refusal != null) {
-      throw ApiException.validation(param, param + " is not a pattern Runway can use: " + refusal);
+      throw DomainException.invalid(param, param + " is not a pattern Runway can use: " + refusal);
     }
   }
 

@@ -1,6 +1,7 @@
 package dev.runway.auth;
 
-import dev.runway.http.ApiException;
+import dev.runway.core.DomainException;
+import dev.runway.core.DomainException.Kind;
 import java.util.List;
 import java.util.Set;
 
@@ -19,7 +20,7 @@ public record Principal(String keyId, String workspaceId, Set<Scope> scopes, Lis
    */
   public void requireWholeWorkspace(String what) {
     if (projects != null) {
-      throw new ApiException(403, "project_forbidden", what + " belong to every project of the workspace; "
+      throw new DomainException(Kind.FORBIDDEN, "project_forbidden", what + " belong to every project of the workspace; "
           + "a key limited to projects may not change them");
     }
   }

@@ -3,9 +3,9 @@ package dev.runway.config;
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.runway.core.DomainException;
 import dev.runway.core.Json;
 import dev.runway.core.Slugs;
-import dev.runway.http.ApiException;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -71,7 +71,7 @@ public final class DefinitionFiles<D> {
     }
     try {
       return parse.apply(id, (ObjectNode) node);
-    } catch (ApiException e) {
+    } catch (DomainException e) {
       throw new IllegalStateException(kind + " file " + file + ": " + e.getMessage()
           + (e.param() == null ? "" : " (" + e.param() + ")"), e);
     }

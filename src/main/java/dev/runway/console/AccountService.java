@@ -1,6 +1,7 @@
 package dev.runway.console;
 
 import dev.runway.auth.WorkspaceDao;
+import dev.runway.core.DomainException.Kind;
 import dev.runway.core.Ids;
 import dev.runway.core.Sha256;
 import dev.runway.core.Slugs;
@@ -84,14 +85,14 @@ public final class AccountService {
   public Optional<Account> signUp(String email, String password, String code, boolean invitationNeeded) {
     String given = code == null || code.isBlank() ? null : code.strip();
     if (given == null && invitationNeeded) {
-      throw new ConsoleException(400, "setup_code",
+      throw new ConsoleException(Kind.INVALID, "setup_code",
           "Sign-up on this server is by invitation: enter the invitation code you were given.");
     }
     Optional<Invitation> invitation = given == null ? Optional.empty() : invitation(given);
     String claimed = given == null || invitation.isPresent() ? null
         : given.startsWith("inv_") || invitationNeeded ? claimableWorkspaceOrNull(given) : claimableWorkspace(given);
     if (given != null && invitation.isEmpty() && claimed == null) {
-      throw new ConsoleException(400, "setup_code",
+      throw new ConsoleException(Kind.INVALID, "setup_code",
           "This invitation is not valid: it may have been used already or have expired. Ask for a new one.");
     }
     try {
@@ -100,7 +101,7 @@ public final class AccountService {
           // Used once: its row goes in the account's transaction; a second use finds none.
           if (h.createUpdate("DELETE FROM console_invitation WHERE code_hash = :hash AND expires_at > :now")
               .bind("hash", Sha256.hex(given)).bind("now", now).execute() != 1) {
-            throw new ConsoleException(400, "setup_code", "This invitation has been used already or has expired.");
+            throw new ConsoleException(Kind.INVALID, "setup_code", "This invitation has been used already or has expired.");
           }
           String workspace = invitation.get().workspaceId();
           if (workspace == null) {
@@ -118,7 +119,7 @@ public final class AccountService {
         }
         // Used once: the code's row goes in the same transaction as the account.
         if (h.createUpdate("DELETE FROM console_setup_code WHERE workspace_id = :ws").bind("ws", claimed).execute() != 1) {
-          throw new ConsoleException(400, "setup_code", "This setup code has been used already.");
+          throw new ConsoleException(Kind.INVALID, "setup_code", "This setup code has been used already.");
         }
         return claimed;
       }));
@@ -130,7 +131,7 @@ public final class AccountService {
   /** The email has an account already (the command line says so; sign-up does not). */
   private static final class EmailTaken extends ConsoleException {
     EmailTaken() {
-      super(409, "email", "An account with this email exists already.");
+      super(Kind.CONFLICT, "email", "An account with this email exists already.");
     }
   }
 
@@ -144,7 +145,7 @@ public final class AccountService {
    */
   public String invite(String workspaceId, java.time.Duration validFor) {
     if (workspaceId != null && !Slugs.isSlug(workspaceId)) {
-      throw new ConsoleException(400, "workspace", "the workspace must be a slug: " + Slugs.RULE);
+      throw new ConsoleException(Kind.INVALID, "workspace", "the workspace must be a slug: " + Slugs.RULE);
     }
     byte[] bytes = new byte[20];
     RANDOM.nextBytes(bytes);
@@ -266,7 +267,7 @@ public final class AccountService {
   /** An account from the command line, in the workspace named (made if new). */
   public Account create(String email, String password, String workspaceId) {
     if (!Slugs.isSlug(workspaceId)) {
-      throw new ConsoleException(400, "workspace", "the workspace must be a slug: " + Slugs.RULE);
+      throw new ConsoleException(Kind.INVALID, "workspace", "the workspace must be a slug: " + Slugs.RULE);
     }
     return insert(email, password, (h, now) -> {
       h.attach(WorkspaceDao.class).ensure(workspaceId, now);
@@ -278,7 +279,7 @@ public final class AccountService {
   public void resetPassword(String email, String password) {
     String normalized = email == null ? "" : email.strip().toLowerCase(Locale.ROOT);
     Account account = jdbi.withExtension(AccountDao.class, dao -> dao.findByEmail(normalized))
-        .orElseThrow(() -> new ConsoleException(404, "email", "no account has the email " + normalized));
+        .orElseThrow(() -> new ConsoleException(Kind.NOT_FOUND, "email", "no account has the email " + normalized));
     checkPassword(password, normalized);
     String hash = hasher.hash(password);
     jdbi.useTransaction(h -> {
@@ -295,7 +296,7 @@ public final class AccountService {
    */
   public String newSetupCode(String workspaceId) {
     if (jdbi.withExtension(WorkspaceDao.class, dao -> dao.count(workspaceId)) == 0) {
-      throw new ConsoleException(404, "workspace", "there is no workspace " + workspaceId);
+      throw new ConsoleException(Kind.NOT_FOUND, "workspace", "there is no workspace " + workspaceId);
     }
     byte[] bytes = new byte[15];
     RANDOM.nextBytes(bytes);
@@ -324,7 +325,7 @@ public final class AccountService {
             .map((rs, c) -> MessageDigest.isEqual(hash.getBytes(StandardCharsets.US_ASCII),
                 rs.getString("code_hash").getBytes(StandardCharsets.US_ASCII)) ? rs.getString("workspace_id") : null)
             .list()).stream().filter(java.util.Objects::nonNull).findFirst()
-        .orElseThrow(() -> new ConsoleException(400, "setup_code", "This setup code is not valid (it may have been "
+        .orElseThrow(() -> new ConsoleException(Kind.INVALID, "setup_code", "This setup code is not valid (it may have been "
             + "used already, or be more than 24 hours old: the operator makes a new one with `runway accounts "
             + "setup-code`). Leave it empty to get a workspace of your own."));
   }
@@ -332,36 +333,36 @@ public final class AccountService {
   static String checkEmail(String email) {
     String normalized = email == null ? "" : email.strip().toLowerCase(Locale.ROOT);
     if (normalized.isEmpty()) {
-      throw new ConsoleException(400, "email", "Enter your email address.");
+      throw new ConsoleException(Kind.INVALID, "email", "Enter your email address.");
     }
     if (normalized.length() > MAX_EMAIL_LENGTH || !EMAIL.matcher(normalized).matches()
         || normalized.chars().anyMatch(ch -> ch < 0x20 || ch == 0x7f)) {
-      throw new ConsoleException(400, "email", "Enter an email address like name@example.com.");
+      throw new ConsoleException(Kind.INVALID, "email", "Enter an email address like name@example.com.");
     }
     return normalized;
   }
 
   static void checkPassword(String password, String email) {
     if (password == null || password.codePointCount(0, password.length()) < MIN_PASSWORD_LENGTH) {
-      throw new ConsoleException(400, "password", "Use at least " + MIN_PASSWORD_LENGTH + " characters.");
+      throw new ConsoleException(Kind.INVALID, "password", "Use at least " + MIN_PASSWORD_LENGTH + " characters.");
     }
     if (password.length() > MAX_PASSWORD_LENGTH) {
-      throw new ConsoleException(400, "password", "Use at most " + MAX_PASSWORD_LENGTH + " characters.");
+      throw new ConsoleException(Kind.INVALID, "password", "Use at most " + MAX_PASSWORD_LENGTH + " characters.");
     }
     String lower = password.toLowerCase(Locale.ROOT);
     if (COMMON_PASSWORDS.contains(lower) || lower.equals(email)) {
-      throw new ConsoleException(400, "password",
+      throw new ConsoleException(Kind.INVALID, "password",
           "This password is among the most common ones, which are tried first. Choose another.");
     }
   }
 
   private static ConsoleException wrongCredentials() {
-    return new ConsoleException(401, null, "Wrong email or password.");
+    return new ConsoleException(Kind.UNAUTHENTICATED, null, "Wrong email or password.");
   }
 
   static ConsoleException locked(Instant until, Instant now) {
     long minutes = Math.max(1, (java.time.Duration.between(now, until).toSeconds() + 59) / 60);
-    return new ConsoleException(429, null, "Too many failed sign-ins. Try again in " + minutes
+    return new ConsoleException(Kind.TOO_MANY, null, "Too many failed sign-ins. Try again in " + minutes
         + (minutes == 1 ? " minute." : " minutes."));
   }
 

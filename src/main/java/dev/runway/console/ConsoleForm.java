@@ -1,5 +1,6 @@
 package dev.runway.console;
 
+import dev.runway.core.DomainException.Kind;
 import io.javalin.http.Context;
 import java.io.IOException;
 import java.io.InputStream;
@@ -50,7 +51,7 @@ public final class ConsoleForm {
     }
     if (type == null || !type.split(";", 2)[0].strip().toLowerCase(Locale.ROOT)
         .equals("application/x-www-form-urlencoded")) {
-      throw new ConsoleException(415, null, "Forms are sent as application/x-www-form-urlencoded, as browsers do.");
+      throw new ConsoleException(Kind.UNSUPPORTED_FORMAT, null, "Forms are sent as application/x-www-form-urlencoded, as browsers do.");
     }
     if (declared > MAX_BYTES) {
       throw tooLarge();
@@ -59,7 +60,7 @@ public final class ConsoleForm {
     try (InputStream in = ctx.req().getInputStream()) {
       bytes = in.readNBytes(MAX_BYTES + 1);
     } catch (IOException e) {
-      throw new ConsoleException(400, null, "The form could not be read. Send it again.");
+      throw new ConsoleException(Kind.INVALID, null, "The form could not be read. Send it again.");
     }
     if (bytes.length > MAX_BYTES) {
       throw tooLarge();
@@ -83,12 +84,12 @@ public final class ConsoleForm {
         name = URLDecoder.decode(eq < 0 ? pair : pair.substring(0, eq), StandardCharsets.UTF_8);
         value = eq < 0 ? "" : URLDecoder.decode(pair.substring(eq + 1), StandardCharsets.UTF_8);
       } catch (IllegalArgumentException e) {
-        throw new ConsoleException(400, null, "The form is not well encoded. Send it again from the page.");
+        throw new ConsoleException(Kind.INVALID, null, "The form is not well encoded. Send it again from the page.");
       }
       int max = MAX_CHARS.getOrDefault(name, DEFAULT_MAX_CHARS);
       if (value.length() > max) {
         boolean known = MAX_CHARS.containsKey(name);
-        throw new ConsoleException(400, known ? name : null,
+        throw new ConsoleException(Kind.INVALID, known ? name : null,
             (known ? "The field " + name : "A field") + " is too long: at most " + max + " characters.");
       }
       fields.computeIfAbsent(name, n -> new ArrayList<>()).add(value);
@@ -108,6 +109,6 @@ public final class ConsoleForm {
   }
 
   private static ConsoleException tooLarge() {
-    return new ConsoleException(413, null, "This form is larger than " + MAX_BYTES + " bytes, which no console form is.");
+    return new ConsoleException(Kind.TOO_LARGE, null, "This form is larger than " + MAX_BYTES + " bytes, which no console form is.");
   }
 }

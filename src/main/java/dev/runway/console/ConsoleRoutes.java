@@ -3,9 +3,11 @@ package dev.runway.console;
 import dev.runway.auth.ApiKey;
 import dev.runway.auth.ApiKeyService;
 import dev.runway.auth.Scope;
+import dev.runway.core.DomainException.Kind;
 import dev.runway.core.Slugs;
 import dev.runway.core.Time;
 import dev.runway.http.ClientAddress;
+import dev.runway.http.ErrorMapper;
 import dev.runway.http.RateLimiter;
 import dev.runway.quota.QuotaExceeded;
 import gg.jte.ContentType;
@@ -134,8 +136,8 @@ public final class ConsoleRoutes {
       Account account = accounts.signIn(email, posted.get("password"), client);
       startSignedIn(ctx, session.get(), account);
     } catch (ConsoleException e) {
-      render(ctx, e.status(), "signin.jte", "frame", frame("Sign in", session.get()),
-          "form", form(e.getMessage(), e.field(), email, null));
+      render(ctx, ErrorMapper.status(e.kind()), "signin.jte", "frame", frame("Sign in", session.get()),
+          "form", form(e.getMessage(), e.param(), email, null));
     } catch (RuntimeException e) {
       if (!AccountService.isBusy(e)) {
         throw e;
@@ -186,8 +188,8 @@ public final class ConsoleRoutes {
       accounts.signUp(email, posted.get("password"), setupCode, settings.signup() == ConsoleSettings.Signup.INVITE);
       ctx.redirect("/console/signin?notice=signed-up", HttpStatus.SEE_OTHER);
     } catch (ConsoleException e) {
-      render(ctx, e.status(), "signup.jte", "frame", frame("Sign up", session.get()),
-          "form", form(e.getMessage(), e.field(), email, setupCode));
+      render(ctx, ErrorMapper.status(e.kind()), "signup.jte", "frame", frame("Sign up", session.get()),
+          "form", form(e.getMessage(), e.param(), email, setupCode));
     } catch (RuntimeException e) {
       if (!AccountService.isBusy(e)) {
         throw e;
@@ -244,34 +246,34 @@ public final class ConsoleRoutes {
     String expiry = posted.get("expiry") == null ? "never" : posted.get("expiry");
     try {
       if (name.isEmpty() || name.length() > 200) {
-        throw new ConsoleException(400, "name", "Give the key a name of 1 to 200 characters, e.g. what uses it.");
+        throw new ConsoleException(Kind.INVALID, "name", "Give the key a name of 1 to 200 characters, e.g. what uses it.");
       }
       EnumSet<Scope> scopes = EnumSet.noneOf(Scope.class);
       for (String s : scopeNames) {
-        scopes.add(Scope.parse(s).orElseThrow(() -> new ConsoleException(400, "scope", "Unknown scope " + s + ".")));
+        scopes.add(Scope.parse(s).orElseThrow(() -> new ConsoleException(Kind.INVALID, "scope", "Unknown scope " + s + ".")));
       }
       if (scopes.isEmpty()) {
-        throw new ConsoleException(400, "scope", "Choose at least one scope.");
+        throw new ConsoleException(Kind.INVALID, "scope", "Choose at least one scope.");
       }
       List<String> projects = null;
       if (!projectsText.isEmpty()) {
         projects = new ArrayList<>();
         for (String p : projectsText.split("[,\\s]+")) {
           if (!Slugs.isSlug(p)) {
-            throw new ConsoleException(400, "projects", "Project “" + p + "” is not a valid name: " + Slugs.RULE + ".");
+            throw new ConsoleException(Kind.INVALID, "projects", "Project “" + p + "” is not a valid name: " + Slugs.RULE + ".");
           }
           projects.add(p);
         }
       }
       if (!EXPIRIES.contains(expiry)) {
-        throw new ConsoleException(400, "expiry", "Choose when the key expires.");
+        throw new ConsoleException(Kind.INVALID, "expiry", "Choose when the key expires.");
       }
       Duration validFor = expiry.equals("never") ? null : Duration.ofDays(Integer.parseInt(expiry));
       ApiKeyService.CreatedKey made = keys.create(signed.get().account().workspaceId(), name, scopes, projects, validFor);
       Views.KeyCreated page = tryIt(origin(ctx), name, made.key(), scopes, signed.get().account().workspaceId());
       render(ctx, 201, "key_created.jte", "frame", frame("New key", signed.get(), "keys"), "page", page);
     } catch (ConsoleException e) {
-      renderKeys(ctx, e.status(), signed.get(), scopeNames, name, projectsText, expiry, e.getMessage(), e.field(), null);
+      renderKeys(ctx, ErrorMapper.status(e.kind()), signed.get(), scopeNames, name, projectsText, expiry, e.getMessage(), e.param(), null);
     } catch (QuotaExceeded e) {
       renderKeys(ctx, 403, signed.get(), scopeNames, name, projectsText, expiry, "This workspace has "
           + e.extensions().get("limit") + " active keys, the most it may have: revoke one first.", "name", null);
@@ -378,8 +380,8 @@ public final class ConsoleRoutes {
     try {
       return ConsoleForm.read(ctx);
     } catch (ConsoleException e) {
-      message(ctx, e.status(), null, new Views.Message(e.status() == 413 ? "Form too large"
-          : e.status() == 415 ? "Not a form" : "Form refused", e.getMessage(), "/console", "Go to the console"));
+      message(ctx, ErrorMapper.status(e.kind()), null, new Views.Message(e.kind() == Kind.TOO_LARGE ? "Form too large"
+          : e.kind() == Kind.UNSUPPORTED_FORMAT ? "Not a form" : "Form refused", e.getMessage(), "/console", "Go to the console"));
       return null;
     }
   }
@@ -418,7 +420,7 @@ public final class ConsoleRoutes {
     RateLimiter.Quota quota = limiter.take(name);
     if (!quota.allowed()) {
       ctx.header("Retry-After", String.valueOf(quota.retryAfterSeconds()));
-      throw new ConsoleException(429, null, "Too many attempts. Try again in " + quota.retryAfterSeconds()
+      throw new ConsoleException(Kind.TOO_MANY, null, "Too many attempts. Try again in " + quota.retryAfterSeconds()
           + (quota.retryAfterSeconds() == 1 ? " second." : " seconds."));
     }
   }

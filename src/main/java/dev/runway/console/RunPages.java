@@ -5,11 +5,12 @@ import dev.runway.agent.Agent;
 import dev.runway.agent.AgentService;
 import dev.runway.auth.Principal;
 import dev.runway.auth.Scope;
+import dev.runway.core.DomainException;
 import dev.runway.core.Ids;
 import dev.runway.core.Json;
 import dev.runway.db.Slice;
 import dev.runway.engine.Event;
-import dev.runway.http.ApiException;
+import dev.runway.http.ErrorMapper;
 import dev.runway.run.Run;
 import dev.runway.run.RunFilter;
 import dev.runway.run.RunMessage;
@@ -106,23 +107,23 @@ public final class RunPages {
     comment = comment == null || comment.isBlank() ? null : comment.strip();
     try {
       if (!Ids.looksLike("run", runId)) {
-        throw ApiException.notFound("run_not_found", "no such run");
+        throw DomainException.notFound("run_not_found", "no such run");
       }
       if (comment != null && comment.length() > 1000) {
-        throw ApiException.validation("comment", "A comment may have at most 1,000 characters.");
+        throw DomainException.invalid("comment", "A comment may have at most 1,000 characters.");
       }
       switch (ctx.pathParam("action")) {
         case "approve" -> runs.approve(actor(signed.get()), runId, comment);
         case "reject" -> runs.reject(actor(signed.get()), runId, comment);
         case "cancel" -> runs.cancel(actor(signed.get()), runId);
-        default -> throw ApiException.notFound("not_found", "no such action");
+        default -> throw DomainException.notFound("not_found", "no such action");
       }
       ctx.redirect("/console/runs/" + runId, HttpStatus.SEE_OTHER);
-    } catch (ApiException e) {
-      if (e.status() == 404) {
+    } catch (DomainException e) {
+      if (e.kind() == DomainException.Kind.NOT_FOUND) {
         notFound(ctx, signed.get());
       } else {
-        showRun(ctx, signed.get(), e.status(), e.getMessage());
+        showRun(ctx, signed.get(), ErrorMapper.status(e.kind()), e.getMessage());
       }
     }
   }
@@ -159,7 +160,7 @@ public final class RunPages {
     Run run;
     try {
       run = runs.get(actor, runId);
-    } catch (ApiException e) {
+    } catch (DomainException e) {
       notFound(ctx, signed);
       return;
     }

@@ -2,10 +2,10 @@ package dev.runway.crm;
 
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.runway.auth.Principal;
+import dev.runway.core.DomainException;
 import dev.runway.core.Json;
 import dev.runway.core.Sha256;
 import dev.runway.db.Slice;
-import dev.runway.http.ApiException;
 import dev.runway.http.AuthHandler;
 import dev.runway.http.Page;
 import dev.runway.http.PathParams;
@@ -72,7 +72,7 @@ public final class CrmRoutes {
     int limit = q.integer("limit", 100, 1, 1000);
     String after = q.string("starting_after");
     if (after != null && SyncRequest.externalIdFault(after) != null) {
-      throw ApiException.validation("starting_after", "starting_after must be an external_id: "
+      throw DomainException.invalid("starting_after", "starting_after must be an external_id: "
           + SyncRequest.externalIdFault(after));
     }
     Slice<CrmRecord> rows = crm.list(AuthHandler.principal(ctx), type, after, q.time("updated_after"),
@@ -111,7 +111,7 @@ public final class CrmRoutes {
     String id = ctx.pathParam("external_id");
     String fault = SyncRequest.externalIdFault(id);
     if (fault != null) {
-      throw ApiException.validation("external_id", "the external_id in the path " + fault
+      throw DomainException.invalid("external_id", "the external_id in the path " + fault
           + " (percent-encode it: / as %2F, a space as %20)");
     }
     return id;
@@ -129,6 +129,6 @@ public final class CrmRoutes {
     } catch (NumberFormatException ignored) {
       // reported below
     }
-    throw ApiException.validation("after", "after must be a cursor from a change or next_cursor");
+    throw DomainException.invalid("after", "after must be a cursor from a change or next_cursor");
   }
 }

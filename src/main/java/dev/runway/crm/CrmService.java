@@ -2,13 +2,14 @@ package dev.runway.crm;
 
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.runway.auth.Principal;
+import dev.runway.core.DomainException;
+import dev.runway.core.DomainException.Kind;
 import dev.runway.core.Ids;
 import dev.runway.core.Json;
 import dev.runway.core.Time;
-import dev.runway.db.Slice;
 import dev.runway.db.GroupCommitter;
+import dev.runway.db.Slice;
 import dev.runway.db.Tx;
-import dev.runway.http.ApiException;
 import dev.runway.idempotency.IdempotencyStore;
 import dev.runway.metrics.Metrics;
 import dev.runway.quota.Quota;
@@ -186,7 +187,7 @@ public final class CrmService {
     if (!CrmDao.addToCounts(tx.connection(), ws, type, plan.liveDelta(), plan.tombstoneDelta(), now)) {
       CrmDao dao = tx.dao(CrmDao.class);
       if (dao.countObjectTypes(ws) >= maxObjectTypes) {
-        throw new ApiException(400, "too_many_object_types", "this workspace has " + maxObjectTypes
+        throw new DomainException(Kind.INVALID, "too_many_object_types", "this workspace has " + maxObjectTypes
             + " object types already, the most it may have (crm.max_object_types)", "object_type");
       }
       dao.insertObjectType(ws, type, plan.liveDelta(), plan.tombstoneDelta(), now);
@@ -326,7 +327,7 @@ public final class CrmService {
       Slice<CrmChange> changes = dao.changes(ws, type, after, limit, maxBytes);
       long pruned = after == 0 ? 0 : dao.objectType(ws, type).map(CrmObjectType::prunedThrough).orElse(0L);
       if (after < pruned) {
-        throw new ApiException(410, "cursor_expired", "changes after this cursor were pruned (they are kept for "
+        throw new DomainException(Kind.GONE, "cursor_expired", "changes after this cursor were pruned (they are kept for "
             + changesRetention.toHours() + " hours): read the records again with GET /v1/crm/" + type
             + "/records, then follow the changes from a cursor you read before that", "after");
       }
@@ -374,8 +375,8 @@ public final class CrmService {
     return removed;
   }
 
-  static ApiException recordNotFound(String workspaceId, String type, String externalId) {
-    return ApiException.notFound("record_not_found", "no " + type + " record '" + externalId + "' in workspace '"
+  static DomainException recordNotFound(String workspaceId, String type, String externalId) {
+    return DomainException.notFound("record_not_found", "no " + type + " record '" + externalId + "' in workspace '"
         + workspaceId + "'");
   }
 }

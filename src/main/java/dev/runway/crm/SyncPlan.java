@@ -2,8 +2,9 @@ package dev.runway.crm;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.runway.core.DomainException;
+import dev.runway.core.DomainException.Kind;
 import dev.runway.core.Json;
-import dev.runway.http.ApiException;
 import dev.runway.http.Problem;
 import java.nio.charset.StandardCharsets;
 import java.time.Instant;
@@ -71,7 +72,7 @@ public final class SyncPlan {
               - (before == null || before.deleted() ? 0 : before.properties().length());
           results.add(new Result(item.index(), item.externalId(), write.change(), write.next().version(), null));
         }
-      } catch (ApiException e) {
+      } catch (DomainException e) {
         results.add(new Result(item.index(), item.externalId(), FAILED, null, Problem.of(e)));
       }
     }
@@ -107,13 +108,13 @@ public final class SyncPlan {
     }
     String at = "records[" + item.index() + "].properties";
     if (next.size() > limits.maxProperties()) {
-      throw new ApiException(400, "too_many_properties", "the record would have " + next.size()
+      throw new DomainException(Kind.INVALID, "too_many_properties", "the record would have " + next.size()
           + " properties; a record may have at most " + limits.maxProperties() + " (crm.max_properties)", at);
     }
     String properties = Json.string(next);
     if ((long) properties.length() * 3 > limits.maxRecordBytes()
         && properties.getBytes(StandardCharsets.UTF_8).length > limits.maxRecordBytes()) {
-      throw new ApiException(400, "record_too_large", "the record's properties would take more than "
+      throw new DomainException(Kind.INVALID, "record_too_large", "the record's properties would take more than "
           + limits.maxRecordBytes() + " bytes of JSON (crm.max_record_bytes)", at);
     }
     // A record that comes back after its delete starts a new life: created again, new properties only.
@@ -162,8 +163,8 @@ public final class SyncPlan {
   }
 
   /** 413 sync_too_large: the records a sync touches hold more than {@code maxChars} of properties. */
-  static ApiException tooLarge(long maxChars) {
-    return new ApiException(413, "sync_too_large", "the records this sync touches hold more than " + maxChars
+  static DomainException tooLarge(long maxChars) {
+    return new DomainException(Kind.TOO_LARGE, "sync_too_large", "the records this sync touches hold more than " + maxChars
         + " characters of properties, before and after it; send fewer records in one request", "records");
   }
 

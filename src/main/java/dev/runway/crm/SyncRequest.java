@@ -2,9 +2,10 @@ package dev.runway.crm;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.runway.core.DomainException;
+import dev.runway.core.DomainException.Kind;
 import dev.runway.core.Json;
 import dev.runway.core.Time;
-import dev.runway.http.ApiException;
 import dev.runway.http.JsonFields;
 import dev.runway.http.RequestBodies;
 import java.time.Instant;
@@ -36,9 +37,9 @@ public record SyncRequest(boolean replace, List<Item> items) {
    * record's {@code properties} is null when it sent none (then a merge changes none).
    */
   public record Item(int index, String externalId, ObjectNode properties, boolean deleted, Instant sourceUpdatedAt,
-      ApiException error) {
+      DomainException error) {
 
-    static Item failed(int index, String externalId, ApiException error) {
+    static Item failed(int index, String externalId, DomainException error) {
       return new Item(index, externalId, null, false, null, error);
     }
   }
@@ -47,18 +48,18 @@ public record SyncRequest(boolean replace, List<Item> items) {
     JsonFields fields = JsonFields.of(body, FIELDS);
     String mode = fields.optionalString("mode", "merge", 20);
     if (!mode.equals("merge") && !mode.equals("replace")) {
-      throw ApiException.validation("mode", "mode must be merge (keep properties not sent) or replace");
+      throw DomainException.invalid("mode", "mode must be merge (keep properties not sent) or replace");
     }
     JsonNode records = body.get("records");
     if (records == null || records.isNull()) {
-      throw ApiException.validation("records", "records is required: an array of 1 to " + CrmSettings.MAX_BATCH
+      throw DomainException.invalid("records", "records is required: an array of 1 to " + CrmSettings.MAX_BATCH
           + " records");
     }
     if (!records.isArray()) {
-      throw ApiException.validation("records", "records must be an array, not " + RequestBodies.kind(records));
+      throw DomainException.invalid("records", "records must be an array, not " + RequestBodies.kind(records));
     }
     if (records.isEmpty() || records.size() > CrmSettings.MAX_BATCH) {
-      throw ApiException.validation("records", "records must hold 1 to " + CrmSettings.MAX_BATCH + " records, not "
+      throw DomainException.invalid("records", "records must hold 1 to " + CrmSettings.MAX_BATCH + " records, not "
           + records.size() + "; send more in further requests");
     }
     List<Item> items = new ArrayList<>(records.size());
@@ -67,7 +68,7 @@ public record SyncRequest(boolean replace, List<Item> items) {
       Item item = item(i, records.get(i), limits);
       if (item.externalId() != null && !seen.add(item.externalId())) {
         String at = "records[" + i + "].external_id";
-        item = Item.failed(i, item.externalId(), new ApiException(400, "duplicate_record", "external_id '"
+        item = Item.failed(i, item.externalId(), new DomainException(Kind.INVALID, "duplicate_record", "external_id '"
             + item.externalId() + "' is listed earlier in this batch; send each record once per batch", at));
       }
       items.add(item);
@@ -80,14 +81,14 @@ public record SyncRequest(boolean replace, List<Item> items) {
     String externalId = node.path("external_id").isTextual() ? node.get("external_id").textValue() : null;
     try {
       if (!node.isObject()) {
-        throw ApiException.validation(at, at + " must be an object with an external_id, not " + RequestBodies.kind(node));
+        throw DomainException.invalid(at, at + " must be an object with an external_id, not " + RequestBodies.kind(node));
       }
       JsonFields fields = JsonFields.of((ObjectNode) node, RECORD_FIELDS, at + ".");
       checkExternalId(node.get("external_id"), at + ".external_id");
       boolean deleted = fields.optionalBoolean("deleted", false);
       JsonNode properties = node.get("properties");
       if (deleted && properties != null && !properties.isNull()) {
-        throw ApiException.validation(at + ".properties", "a record with \"deleted\": true takes no properties");
+        throw DomainException.invalid(at + ".properties", "a record with \"deleted\": true takes no properties");
       }
       ObjectNode checked = properties == null || properties.isNull() ? null : fields.optionalObject("properties");
       if (checked != null) {
@@ -95,7 +96,7 @@ public record SyncRequest(boolean replace, List<Item> items) {
       }
       Instant sourceUpdatedAt = time(node.get("source_updated_at"), at + ".source_updated_at");
       return new Item(index, externalId, checked, deleted, sourceUpdatedAt, null);
-    } catch (ApiException e) {
+    } catch (DomainException e) {
       return Item.failed(index, externalId, e);
     }
   }
@@ -103,14 +104,14 @@ public record SyncRequest(boolean replace, List<Item> items) {
   /** An external id is 1-255 characters, none of them a control character: it has to go into a URL path. */
   public static void checkExternalId(JsonNode id, String at) {
     if (id == null || id.isNull()) {
-      throw ApiException.validation(at, at + " is required: your system's id of the record");
+      throw DomainException.invalid(at, at + " is required: your system's id of the record");
     }
     if (!id.isTextual()) {
-      throw ApiException.validation(at, at + " must be a string, not " + RequestBodies.kind(id));
+      throw DomainException.invalid(at, at + " must be a string, not " + RequestBodies.kind(id));
     }
     String why = externalIdFault(id.textValue());
     if (why != null) {
-      throw ApiException.validation(at, at + " " + why);
+      throw DomainException.invalid(at, at + " " + why);
     }
   }
 
@@ -127,18 +128,18 @@ public record SyncRequest(boolean replace, List<Item> items) {
 
   private static void checkProperties(ObjectNode properties, String at, CrmSettings limits) {
     if (properties.size() > limits.maxProperties()) {
-      throw new ApiException(400, "too_many_properties", at + " has " + properties.size()
+      throw new DomainException(Kind.INVALID, "too_many_properties", at + " has " + properties.size()
           + " properties; a record may have at most " + limits.maxProperties(), at);
     }
     for (Iterator<Map.Entry<String, JsonNode>> it = properties.fields(); it.hasNext(); ) {
       Map.Entry<String, JsonNode> p = it.next();
       String name = p.getKey();
       if (name.isEmpty() || name.length() > MAX_PROPERTY_NAME || name.chars().anyMatch(Character::isISOControl)) {
-        throw ApiException.validation(at, "property names in " + at + " must be 1 to " + MAX_PROPERTY_NAME
+        throw DomainException.invalid(at, "property names in " + at + " must be 1 to " + MAX_PROPERTY_NAME
             + " characters without control characters");
       }
       if (jsonBytesAbove(p.getValue(), limits.maxValueBytes())) {
-        throw new ApiException(400, "value_too_large", at + "." + name + " is larger than "
+        throw new DomainException(Kind.INVALID, "value_too_large", at + "." + name + " is larger than "
             + limits.maxValueBytes() + " bytes of JSON (crm.max_value_bytes)", at + "." + name);
       }
     }
@@ -185,16 +186,16 @@ public record SyncRequest(boolean replace, List<Item> items) {
     }
     String rule = at + " must be an ISO 8601 time with offset, e.g. 2026-11-20T10:00:00.000Z";
     if (!node.isTextual()) {
-      throw ApiException.validation(at, rule);
+      throw DomainException.invalid(at, rule);
     }
     Instant time;
     try {
       time = parseTime(node.textValue()).truncatedTo(ChronoUnit.MILLIS);
     } catch (DateTimeParseException e) {
-      throw ApiException.validation(at, rule);
+      throw DomainException.invalid(at, rule);
     }
     if (!Time.storable(time)) {
-      throw ApiException.validation(at, at + " must lie between " + Json.TIME.format(Time.EARLIEST) + " and "
+      throw DomainException.invalid(at, at + " must lie between " + Json.TIME.format(Time.EARLIEST) + " and "
           + Json.TIME.format(Time.LATEST));
     }
     return time;

@@ -1,10 +1,11 @@
 package dev.runway.engine;
 
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.runway.core.DomainException;
+import dev.runway.core.DomainException.Kind;
 import dev.runway.core.Ids;
 import dev.runway.core.Json;
 import dev.runway.db.Tx;
-import dev.runway.http.ApiException;
 import dev.runway.run.Run;
 import dev.runway.run.RunDao;
 import dev.runway.run.RunEvents;
@@ -208,10 +209,10 @@ public abstract class RunMachine {
     }
   }
 
-  private ApiException conflict(String action) {
-    return new ApiException(409, "run_state_conflict",
-        "cannot " + action + " a run that is " + status.wireName(), null,
-        Map.of(), Map.of("current_status", status.wireName()));
+  private DomainException conflict(String action) {
+    return new DomainException(Kind.CONFLICT, "run_state_conflict",
+        "cannot " + action + " a run that is " + status.wireName(), null, 0,
+        Map.of("current_status", status.wireName()));
   }
 
   // ---- events ----

@@ -2,13 +2,14 @@ package dev.runway.events;
 
 import dev.runway.auth.ApiKeyService;
 import dev.runway.auth.Principal;
+import dev.runway.core.DomainException;
+import dev.runway.core.DomainException.Kind;
 import dev.runway.core.FairShares;
 import dev.runway.core.Json;
 import dev.runway.db.GroupCommitter;
 import dev.runway.engine.Event;
 import dev.runway.engine.EventDao;
 import dev.runway.engine.EventView;
-import dev.runway.http.ApiException;
 import dev.runway.http.InFlightLimit;
 import dev.runway.quota.Quota;
 import dev.runway.quota.Quotas;
@@ -99,26 +100,25 @@ public final class EventStreams implements AutoCloseable {
     EventStream stream;
     synchronized (lock) {
       if (closed) {
-        throw new ApiException(503, "unavailable", "the server is stopping; retry on another instance or shortly",
-            null, Map.of("Retry-After", "1"));
+        throw new DomainException(Kind.UNAVAILABLE, "unavailable", "the server is stopping; retry on another instance or shortly",
+            null, 1, Map.of());
       }
       if (streams.size() >= settings.maxStreams()) {
-        throw new ApiException(503, "unavailable", "this instance has its limit of " + settings.maxStreams()
-            + " open event streams; retry shortly or on another instance", null, Map.of("Retry-After", "5"));
+        throw new DomainException(Kind.UNAVAILABLE, "unavailable", "this instance has its limit of " + settings.maxStreams()
+            + " open event streams; retry shortly or on another instance", null, 5, Map.of());
       }
       int ofKey = streamsByKey.getOrDefault(caller.keyId(), 0);
       if (ofKey >= settings.maxStreamsPerKey()) {
-        throw new ApiException(429, "rate_limited", "this API key has " + ofKey
-            + " event streams open already (sse.max_streams_per_key); close one first", null,
-            Map.of("Retry-After", "5"));
+        throw new DomainException(Kind.TOO_MANY, "rate_limited", "this API key has " + ofKey
+            + " event streams open already (sse.max_streams_per_key); close one first", null, 5, Map.of());
       }
       quotas.checkOpen(Quota.EVENT_STREAMS, caller.workspaceId(),
           streamsByWorkspace.getOrDefault(caller.workspaceId(), 0));
       int ofWorkspace = streamsByWorkspace.getOrDefault(caller.workspaceId(), 0);
       if (!FairShares.mayTakeAnother(settings.maxStreams(), streamsByWorkspace.size(), ofWorkspace, Long.MAX_VALUE)) {
-        throw new ApiException(429, "rate_limited", "this workspace has " + ofWorkspace + " event streams open, its"
+        throw new DomainException(Kind.TOO_MANY, "rate_limited", "this workspace has " + ofWorkspace + " event streams open, its"
             + " fair share of this instance's " + settings.maxStreams() + " (sse.max_streams) beside other"
-            + " workspaces' streams; close one first", null, Map.of("Retry-After", "5"));
+            + " workspaces' streams; close one first", null, 5, Map.of());
       }
       if (thread == null) {
         stopListening = committer.addCommitListener(this::changed);

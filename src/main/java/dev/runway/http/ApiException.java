@@ -1,27 +1,18 @@
 package dev.runway.http;
 
+import dev.runway.core.DomainException;
 import java.util.Map;
 
-/** A request Runway refuses: becomes an RFC 9457 problem body with a stable {@code code}. */
-public class ApiException extends RuntimeException {
-  private final int status;
-  private final String code;
-  private final String param;
+/**
+ * A refusal of the HTTP layer itself (a missing key, a body it cannot read, too many requests in
+ * flight), which may carry headers of its own, such as WWW-Authenticate.
+ */
+public class ApiException extends DomainException {
   private final Map<String, String> headers;
-  private final Map<String, Object> extensions;
-
-  public ApiException(int status, String code, String detail, String param, Map<String, String> headers,
-      Map<String, Object> extensions) {
-    super(detail, null, false, false);
-    this.status = status;
-    this.code = code;
-    this.param = param;
-    this.headers = headers;
-    this.extensions = extensions;
-  }
 
   public ApiException(int status, String code, String detail, String param, Map<String, String> headers) {
-    this(status, code, detail, param, headers, Map.of());
+    super(kindOf(status), code, detail, param, retryAfter(headers), Map.of());
+    this.headers = headers;
   }
 
   public ApiException(int status, String code, String detail, String param) {
@@ -32,32 +23,25 @@ public class ApiException extends RuntimeException {
     this(status, code, detail, null, Map.of());
   }
 
-  public static ApiException validation(String param, String detail) {
-    return new ApiException(400, "validation_failed", detail, param);
-  }
-
-  public static ApiException notFound(String code, String detail) {
-    return new ApiException(404, code, detail);
-  }
-
   public int status() {
-    return status;
-  }
-
-  public String code() {
-    return code;
-  }
-
-  public String param() {
-    return param;
+    return ErrorMapper.status(kind());
   }
 
   public Map<String, String> headers() {
     return headers;
   }
 
-  /** Extra members of the problem body, e.g. current_status on a 409. */
-  public Map<String, Object> extensions() {
-    return extensions;
+  private static long retryAfter(Map<String, String> headers) {
+    String value = headers.get("Retry-After");
+    return value == null ? 0 : Long.parseLong(value);
+  }
+
+  private static Kind kindOf(int status) {
+    for (Kind kind : Kind.values()) {
+      if (ErrorMapper.status(kind) == status) {
+        return kind;
+      }
+    }
+    throw new IllegalArgumentException("no kind of refusal answers " + status);
   }
 }

@@ -1,5 +1,6 @@
 package dev.runway.http;
 
+import dev.runway.core.DomainException;
 import dev.runway.db.OverloadedException;
 import dev.runway.db.SqlErrors;
 import io.javalin.config.RoutesConfig;
@@ -21,7 +22,7 @@ public final class ErrorMapper {
   private ErrorMapper() {}
 
   public static void register(RoutesConfig routes) {
-    routes.exception(ApiException.class, ErrorMapper::api);
+    routes.exception(DomainException.class, ErrorMapper::refused);
     routes.exception(EndpointNotFound.class, (e, ctx) ->
         Responses.problem(ctx, 404, "not_found", "no such route: " + ctx.method() + " " + ctx.path(), null));
     routes.exception(MethodNotAllowedResponse.class, ErrorMapper::methodNotAllowed);
@@ -33,9 +34,31 @@ public final class ErrorMapper {
     routes.exception(Exception.class, ErrorMapper::unexpected);
   }
 
-  private static void api(ApiException e, Context ctx) {
-    e.headers().forEach(ctx::header);
-    Responses.problem(ctx, e.status(), e.code(), e.getMessage(), e.param(), e.extensions());
+  private static void refused(DomainException e, Context ctx) {
+    if (e.retryAfterSeconds() > 0) {
+      ctx.header("Retry-After", Long.toString(e.retryAfterSeconds()));
+    }
+    if (e instanceof ApiException a) {
+      a.headers().forEach(ctx::header);
+    }
+    Responses.problem(ctx, status(e.kind()), e.code(), e.getMessage(), e.param(), e.extensions());
+  }
+
+  /** The status each kind of refusal answers with. */
+  public static int status(DomainException.Kind kind) {
+    return switch (kind) {
+      case INVALID -> 400;
+      case UNAUTHENTICATED -> 401;
+      case FORBIDDEN -> 403;
+      case NOT_FOUND -> 404;
+      case CONFLICT -> 409;
+      case GONE -> 410;
+      case TOO_LARGE -> 413;
+      case UNSUPPORTED_FORMAT -> 415;
+      case MISMATCH -> 422;
+      case TOO_MANY -> 429;
+      case UNAVAILABLE -> 503;
+    };
   }
 
   private static void methodNotAllowed(MethodNotAllowedResponse e, Context ctx) {

@@ -2,6 +2,7 @@ package dev.runway.http;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.runway.core.DomainException;
 import dev.runway.core.Slugs;
 import java.util.Iterator;
 import java.util.Set;
@@ -42,13 +43,13 @@ public final class JsonFields {
   public String requiredSlug(String name) {
     JsonNode node = present(name);
     if (node == null) {
-      throw ApiException.validation(prefix + name, prefix + name + " is required");
+      throw DomainException.invalid(prefix + name, prefix + name + " is required");
     }
     if (!node.isTextual()) {
-      throw ApiException.validation(prefix + name, prefix + name + " must be a string, not " + RequestBodies.kind(node));
+      throw DomainException.invalid(prefix + name, prefix + name + " must be a string, not " + RequestBodies.kind(node));
     }
     if (!Slugs.isSlug(node.textValue())) {
-      throw ApiException.validation(prefix + name, prefix + name + " must be a slug: " + Slugs.RULE);
+      throw DomainException.invalid(prefix + name, prefix + name + " must be a slug: " + Slugs.RULE);
     }
     return node.textValue();
   }
@@ -59,14 +60,14 @@ public final class JsonFields {
       return fallback;
     }
     if (!node.isTextual()) {
-      throw ApiException.validation(prefix + name, prefix + name + " must be a string, not " + RequestBodies.kind(node));
+      throw DomainException.invalid(prefix + name, prefix + name + " must be a string, not " + RequestBodies.kind(node));
     }
     if (node.textValue().length() > maxLength) {
-      throw ApiException.validation(prefix + name, prefix + name + " must be at most " + maxLength + " characters");
+      throw DomainException.invalid(prefix + name, prefix + name + " must be at most " + maxLength + " characters");
     }
     if (node.textValue().indexOf('\0') >= 0) {
       // PostgreSQL cannot store it in a text column; refused on H2 too, so both behave alike.
-      throw ApiException.validation(prefix + name, prefix + name + " must not contain the NUL character (\\u0000)");
+      throw DomainException.invalid(prefix + name, prefix + name + " must not contain the NUL character (\\u0000)");
     }
     return node.textValue();
   }
@@ -77,7 +78,7 @@ public final class JsonFields {
       return fallback;
     }
     if (!node.isBoolean()) {
-      throw ApiException.validation(prefix + name, prefix + name + " must be true or false, not " + RequestBodies.kind(node));
+      throw DomainException.invalid(prefix + name, prefix + name + " must be true or false, not " + RequestBodies.kind(node));
     }
     return node.booleanValue();
   }
@@ -88,7 +89,7 @@ public final class JsonFields {
       return fallback;
     }
     if (!node.isIntegralNumber() || !node.canConvertToLong() || node.longValue() < min || node.longValue() > max) {
-      throw ApiException.validation(prefix + name, prefix + name + " must be a whole number from " + min + " to " + max);
+      throw DomainException.invalid(prefix + name, prefix + name + " must be a whole number from " + min + " to " + max);
     }
     return node.longValue();
   }
@@ -99,7 +100,7 @@ public final class JsonFields {
       return body.objectNode();
     }
     if (!node.isObject()) {
-      throw ApiException.validation(prefix + name, prefix + name + " must be a JSON object, not " + RequestBodies.kind(node));
+      throw DomainException.invalid(prefix + name, prefix + name + " must be a JSON object, not " + RequestBodies.kind(node));
     }
     return (ObjectNode) node;
   }
@@ -110,7 +111,7 @@ public final class JsonFields {
       return body.arrayNode();
     }
     if (!node.isArray()) {
-      throw ApiException.validation(prefix + name, prefix + name + " must be an array, not " + RequestBodies.kind(node));
+      throw DomainException.invalid(prefix + name, prefix + name + " must be an array, not " + RequestBodies.kind(node));
     }
     return node;
   }

@@ -1,5 +1,6 @@
 package dev.runway.http;
 
+import dev.runway.core.DomainException;
 import dev.runway.core.Slugs;
 import io.javalin.http.Context;
 
@@ -11,7 +12,7 @@ public final class PathParams {
   public static String slug(Context ctx, String name) {
     String value = ctx.pathParam(name);
     if (!Slugs.isSlug(value)) {
-      throw ApiException.validation(name, "the id in the path must be a slug: " + Slugs.RULE);
+      throw DomainException.invalid(name, "the id in the path must be a slug: " + Slugs.RULE);
     }
     return value;
   }

@@ -1,5 +1,6 @@
 package dev.runway.http;
 
+import dev.runway.core.DomainException;
 import java.util.LinkedHashMap;
 import java.util.Map;
 
@@ -25,8 +26,9 @@ public final class Problem {
   }
 
   /** The problem a refusal makes, without a request id: for errors inside a body, e.g. one record's of a batch. */
-  public static Map<String, Object> of(ApiException e) {
-    Map<String, Object> body = body(e.status(), e.code(), e.getMessage(), e.param(), null, e.extensions());
+  public static Map<String, Object> of(DomainException e) {
+    Map<String, Object> body = body(ErrorMapper.status(e.kind()), e.code(), e.getMessage(), e.param(), null,
+        e.extensions());
     body.remove("request_id");
     return body;
   }

@@ -1,5 +1,6 @@
 package dev.runway.http;
 
+import dev.runway.core.DomainException;
 import dev.runway.core.Ids;
 import dev.runway.core.Json;
 import dev.runway.core.Slugs;
@@ -28,7 +29,7 @@ public final class QueryParams {
             + String.join(", ", allowed.stream().sorted().toList()), e.getKey());
       }
       if (e.getValue().size() > 1) {
-        throw ApiException.validation(e.getKey(), e.getKey() + " must be given at most once");
+        throw DomainException.invalid(e.getKey(), e.getKey() + " must be given at most once");
       }
     }
     return new QueryParams(params);
@@ -42,7 +43,7 @@ public final class QueryParams {
   public String slug(String name) {
     String value = string(name);
     if (value != null && !Slugs.isSlug(value)) {
-      throw ApiException.validation(name, name + " must be a slug: " + Slugs.RULE);
+      throw DomainException.invalid(name, name + " must be a slug: " + Slugs.RULE);
     }
     return value;
   }
@@ -60,7 +61,7 @@ public final class QueryParams {
     } catch (NumberFormatException ignored) {
       // reported below
     }
-    throw ApiException.validation(name, name + " must be a whole number from " + min + " to " + max);
+    throw DomainException.invalid(name, name + " must be a whole number from " + min + " to " + max);
   }
 
   public boolean bool(String name, boolean fallback) {
@@ -71,7 +72,7 @@ public final class QueryParams {
     if (value.equals("true") || value.equals("false")) {
       return value.equals("true");
     }
-    throw ApiException.validation(name, name + " must be true or false");
+    throw DomainException.invalid(name, name + " must be true or false");
   }
 
   public Instant time(String name) {
@@ -85,10 +86,10 @@ public final class QueryParams {
     try {
       time = OffsetDateTime.parse(value).toInstant();
     } catch (DateTimeParseException e) {
-      throw ApiException.validation(name, name + " must be an ISO 8601 time with offset, e.g. 2026-11-22T02:46:35.285Z");
+      throw DomainException.invalid(name, name + " must be an ISO 8601 time with offset, e.g. 2026-11-22T02:46:35.285Z");
     }
     if (!Time.storable(time)) {
-      throw ApiException.validation(name, name + " must lie between " + Json.TIME.format(Time.EARLIEST) + " and "
+      throw DomainException.invalid(name, name + " must lie between " + Json.TIME.format(Time.EARLIEST) + " and "
           + Json.TIME.format(Time.LATEST));
     }
     return time;
@@ -97,7 +98,7 @@ public final class QueryParams {
   public String id(String name, String prefix) {
     String value = string(name);
     if (value != null && !Ids.looksLike(prefix, value)) {
-      throw ApiException.validation(name, name + " must be a " + prefix + "_ id");
+      throw DomainException.invalid(name, name + " must be a " + prefix + "_ id");
     }
     return value;
   }

@@ -2,6 +2,7 @@ package dev.runway.http;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.runway.core.DomainException;
 import dev.runway.core.Json;
 import io.javalin.http.Context;
 import java.io.IOException;
@@ -110,7 +111,7 @@ public final class RequestBodies {
       node = Json.parseUntrusted(bytes, countedArray, maxElements);
     } catch (Json.TooMany e) {
       if (e.path() != null) {
-        throw ApiException.validation(e.path(), tooMany);
+        throw DomainException.invalid(e.path(), tooMany);
       }
       throw new ApiException(413, "body_too_large", "the request body " + e.getMessage()
           + "; send fewer in one request");

@@ -1,9 +1,10 @@
 package dev.runway.idempotency;
 
 import dev.runway.auth.Principal;
+import dev.runway.core.DomainException;
+import dev.runway.core.DomainException.Kind;
 import dev.runway.db.SqlErrors;
 import dev.runway.db.Tx;
-import dev.runway.http.ApiException;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.Map;
@@ -35,7 +36,7 @@ public final class IdempotencyStore {
       return Optional.empty();
     }
     if (!stored.get().requestHash().equals(requestHash)) {
-      throw new ApiException(422, "idempotency_key_mismatch",
+      throw new DomainException(Kind.MISMATCH, "idempotency_key_mismatch",
           "this Idempotency-Key was already used with a different request", null);
     }
     return Optional.of(new Stored(stored.get().responseStatus(), stored.get().responseBody()));
@@ -61,9 +62,9 @@ public final class IdempotencyStore {
     if (!SqlErrors.isUniqueViolation(failure) && !SqlErrors.isLockTimeout(failure)) {
       throw failure;
     }
-    return replay(caller, idempotencyKey, requestHash).orElseThrow(() -> new ApiException(409,
+    return replay(caller, idempotencyKey, requestHash).orElseThrow(() -> new DomainException(Kind.CONFLICT,
         "idempotency_in_progress", "a request with this Idempotency-Key is still being served; retry shortly",
-        null, Map.of("Retry-After", "1")));
+        null, 1, Map.of()));
   }
 
   /** Drops stored answers past their time; returns how many. */

@@ -1,6 +1,7 @@
 package dev.runway.metrics;
 
-import dev.runway.http.ApiException;
+import dev.runway.core.DomainException;
+import dev.runway.core.DomainException.Kind;
 import io.javalin.http.Context;
 import io.javalin.router.Endpoint;
 import java.util.Set;
@@ -21,7 +22,7 @@ public final class MetricsRoutes {
   public void scrape(Context ctx) {
     boolean forwarded = ctx.header("Forwarded") != null || ctx.header("X-Forwarded-For") != null;
     if (!access.allows(ctx.req().getRemoteAddr(), forwarded, ctx.header("Authorization"))) {
-      throw new ApiException(403, "metrics_forbidden",
+      throw new DomainException(Kind.FORBIDDEN, "metrics_forbidden",
           "metrics are served to this machine only, or with Authorization: Bearer <metrics.token>");
     }
     String type = Metrics.contentType(ctx.header("Accept"));

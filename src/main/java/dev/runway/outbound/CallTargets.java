@@ -2,7 +2,7 @@ package dev.runway.outbound;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
-import dev.runway.http.ApiException;
+import dev.runway.core.DomainException;
 import dev.runway.secret.SecretReferences;
 import java.net.URI;
 import java.net.URISyntaxException;
@@ -24,17 +24,17 @@ public final class CallTargets {
   /** The URL at {@code param}, or a 400. */
   public static String url(JsonNode node, String param) {
     if (node == null || !node.isTextual()) {
-      throw ApiException.validation(param, param + " is required: an absolute http or https URL");
+      throw DomainException.invalid(param, param + " is required: an absolute http or https URL");
     }
     String text = node.textValue();
     String malformed = SecretReferences.malformed(text);
     if (malformed != null) {
-      throw ApiException.validation(param, param + " holds a malformed secret reference '" + malformed
+      throw DomainException.invalid(param, param + " holds a malformed secret reference '" + malformed
           + "': write {{secrets.NAME}}, NAME " + SecretReferences.NAME_RULE);
     }
     int query = text.indexOf('?');
     if (SecretReferences.refersToSecrets(query < 0 ? text : text.substring(0, query))) {
-      throw ApiException.validation(param, param + " may refer to secrets only in its query string "
+      throw DomainException.invalid(param, param + " may refer to secrets only in its query string "
           + "(https://host/path?key={{secrets.NAME}})");
     }
     try {
@@ -46,7 +46,7 @@ public final class CallTargets {
     } catch (URISyntaxException e) {
       // reported below
     }
-    throw ApiException.validation(param, param + " must be an absolute http or https URL");
+    throw DomainException.invalid(param, param + " must be an absolute http or https URL");
   }
 
   /** The headers at {@code param}, or a 400. */
@@ -56,21 +56,21 @@ public final class CallTargets {
     while (fields.hasNext()) {
       Map.Entry<String, JsonNode> e = fields.next();
       if (!e.getValue().isTextual()) {
-        throw ApiException.validation(param + "." + e.getKey(), param + "." + e.getKey() + " must be a string");
+        throw DomainException.invalid(param + "." + e.getKey(), param + "." + e.getKey() + " must be a string");
       }
       if (!e.getKey().matches("[A-Za-z0-9!#$%&'*+.^_`|~-]+") || !headerValue(e.getValue().textValue())) {
-        throw ApiException.validation(param + "." + e.getKey(), param + " holds an invalid header name or value");
+        throw DomainException.invalid(param + "." + e.getKey(), param + " holds an invalid header name or value");
       }
       String malformed = SecretReferences.malformed(e.getValue().textValue());
       if (malformed != null) {
-        throw ApiException.validation(param + "." + e.getKey(), param + "." + e.getKey()
+        throw DomainException.invalid(param + "." + e.getKey(), param + "." + e.getKey()
             + " holds a malformed secret reference '" + malformed + "': write {{secrets.NAME}}, NAME "
             + SecretReferences.NAME_RULE);
       }
       String lower = e.getKey().toLowerCase(Locale.ROOT);
       if (Set.of("idempotency-key", "content-type", "content-length", "host", "connection", "upgrade", "expect",
           "transfer-encoding").contains(lower)) {
-        throw ApiException.validation(param + "." + e.getKey(), param + "." + e.getKey() + " is set by Runway");
+        throw DomainException.invalid(param + "." + e.getKey(), param + "." + e.getKey() + " is set by Runway");
       }
       out.put(e.getKey(), e.getValue().textValue());
     }

@@ -79,7 +79,7 @@ public final class Quotas {
     long limit = limit(quota);
     if (limit > 0 && count.getAsLong() >= limit) {
       throw new QuotaExceeded(quota, limit, "workspace '" + workspaceId + "' has its quota of " + limit + " "
-          + quota.wireName().replace('_', ' ') + " (" + quota.setting() + ")", Map.of());
+          + quota.wireName().replace('_', ' ') + " (" + quota.setting() + ")", 0);
     }
   }
 
@@ -89,7 +89,7 @@ public final class Quotas {
     if (limit > 0 && count + adding > limit) {
       throw new QuotaExceeded(quota, limit, "workspace '" + workspaceId + "' has " + count + " "
           + quota.wireName().replace('_', ' ') + "; " + adding + " more would pass its quota of " + limit + " ("
-          + quota.setting() + ")", Map.of());
+          + quota.setting() + ")", 0);
     }
   }
 
@@ -99,7 +99,7 @@ public final class Quotas {
     if (limit > 0 && chars + adding > limit * 1_000_000L) {
       throw new QuotaExceeded(quota, limit, "workspace '" + workspaceId + "' holds " + (chars + 999_999) / 1_000_000
           + " MB; " + adding + " more characters would pass its quota of " + limit + " MB (" + quota.setting() + ")",
-          Map.of());
+          0);
     }
   }
 
@@ -112,7 +112,7 @@ public final class Quotas {
     if (limit > 0 && open >= limit) {
       throw new QuotaExceeded(quota, limit, "workspace '" + workspaceId + "' has " + open + " "
           + quota.wireName().replace('_', ' ') + " open, its quota (" + quota.setting() + "); close one first",
-          Map.of("Retry-After", "5"));
+          5);
     }
   }
 
@@ -126,7 +126,7 @@ public final class Quotas {
       int limit = limit(Quota.RUNS_PER_MINUTE);
       throw new QuotaExceeded(Quota.RUNS_PER_MINUTE, limit, "workspace '" + workspaceId + "' started its quota of "
           + limit + " runs a minute (" + Quota.RUNS_PER_MINUTE.setting() + "); retry after "
-          + taken.retryAfterSeconds() + " s", Map.of("Retry-After", String.valueOf(taken.retryAfterSeconds())));
+          + taken.retryAfterSeconds() + " s", taken.retryAfterSeconds());
     }
   }
 }

@@ -2,13 +2,13 @@ package dev.runway.run;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.runway.auth.Principal;
+import dev.runway.core.DomainException;
 import dev.runway.core.Ids;
 import dev.runway.db.Slice;
 import dev.runway.engine.Event;
 import dev.runway.engine.EventView;
 import dev.runway.events.EventStreams;
-import dev.runway.auth.Principal;
-import dev.runway.http.ApiException;
 import dev.runway.http.AuthHandler;
 import dev.runway.http.JsonFields;
 import dev.runway.http.Page;
@@ -170,7 +170,7 @@ public final class RunRoutes {
       return after;
     }
     if (!Ids.looksLike("evt", lastEventId.strip())) {
-      throw ApiException.validation("Last-Event-ID", "the Last-Event-ID header must be an evt_ id");
+      throw DomainException.invalid("Last-Event-ID", "the Last-Event-ID header must be an evt_ id");
     }
     return lastEventId.strip();
   }
@@ -202,11 +202,11 @@ public final class RunRoutes {
     String project = fields.requiredSlug("project");
     JsonNode input = body.get("input");
     if (input == null || !(input.isTextual() || input.isObject())) {
-      throw ApiException.validation("input", "input is required: the text or JSON object the agent works on");
+      throw DomainException.invalid("input", "input is required: the text or JSON object the agent works on");
     }
     String model = fields.optionalString("model", null, 200);
     if (model != null && model.isBlank()) {
-      throw ApiException.validation("model", "model must not be blank: leave it out to use the agent's");
+      throw DomainException.invalid("model", "model must not be blank: leave it out to use the agent's");
     }
     return new AgentStartBody(project, input, model);
   }
@@ -224,7 +224,7 @@ public final class RunRoutes {
   private static String runId(Context ctx) {
     String runId = ctx.pathParam("runId");
     if (!Ids.looksLike("run", runId)) {
-      throw ApiException.notFound("run_not_found", "no run '" + runId + "' in workspace '"
+      throw DomainException.notFound("run_not_found", "no run '" + runId + "' in workspace '"
           + AuthHandler.principal(ctx).workspaceId() + "'");
     }
     return runId;
@@ -232,7 +232,7 @@ public final class RunRoutes {
 
   private static String kind(String text) {
     if (text != null && !text.equals(Run.WORKFLOW) && !text.equals(Run.AGENT)) {
-      throw ApiException.validation("kind", "kind must be workflow or agent");
+      throw DomainException.invalid("kind", "kind must be workflow or agent");
     }
     return text;
   }
@@ -243,7 +243,7 @@ public final class RunRoutes {
     }
     List<String> statuses = new ArrayList<>();
     for (String s : text.split(",", -1)) {
-      RunStatus status = RunStatus.parse(s.trim()).orElseThrow(() -> ApiException.validation("status",
+      RunStatus status = RunStatus.parse(s.trim()).orElseThrow(() -> DomainException.invalid("status",
           "status must be a comma-separated list of: running, awaiting_approval, succeeded, failed, canceled, rejected"));
       statuses.add(status.wireName());
     }
@@ -256,7 +256,7 @@ public final class RunRoutes {
       return null;
     }
     if (key.isEmpty() || key.length() > 255 || !key.chars().allMatch(c -> c >= 0x20 && c <= 0x7e)) {
-      throw ApiException.validation(IDEMPOTENCY_KEY, "Idempotency-Key must be 1-255 printable ASCII characters");
+      throw DomainException.invalid(IDEMPOTENCY_KEY, "Idempotency-Key must be 1-255 printable ASCII characters");
     }
     return key;
   }

@@ -6,21 +6,22 @@ import dev.runway.agent.Agent;
 import dev.runway.agent.AgentDefinition;
 import dev.runway.agent.AgentService;
 import dev.runway.auth.Principal;
+import dev.runway.core.DomainException;
+import dev.runway.core.DomainException.Kind;
 import dev.runway.core.Ids;
 import dev.runway.core.Json;
 import dev.runway.core.Sha256;
 import dev.runway.core.Time;
 import dev.runway.core.WeighedCache;
-import dev.runway.db.Slice;
 import dev.runway.db.GroupCommitter;
+import dev.runway.db.Slice;
 import dev.runway.db.SqlErrors;
 import dev.runway.db.Tx;
-import dev.runway.engine.Event;
 import dev.runway.engine.AgentRunMachine;
+import dev.runway.engine.Event;
 import dev.runway.engine.EventDao;
 import dev.runway.engine.RunMachine;
 import dev.runway.engine.RunStateMachine;
-import dev.runway.http.ApiException;
 import dev.runway.idempotency.IdempotencyStore;
 import dev.runway.quota.Quotas;
 import dev.runway.workflow.Step;
@@ -109,7 +110,7 @@ public final class RunService {
   private CompletableFuture<Started> start(Principal caller, String project, String idempotencyKey,
       Supplier<String> requestHash, Supplier<Firsts> firstMoves) {
     if (!caller.mayUseProject(project)) {
-      throw new ApiException(403, "project_forbidden", "this API key may not use project '" + project + "'", "project");
+      throw new DomainException(Kind.FORBIDDEN, "project_forbidden", "this API key may not use project '" + project + "'", "project");
     }
     if (idempotencyKey != null) {
       return CompletableFuture.completedFuture(startOnce(caller, idempotencyKey, requestHash.get(), firstMoves));
@@ -157,7 +158,7 @@ public final class RunService {
    */
   private Run newRun(Principal caller, StartRequest request) {
     Workflow workflow = workflows.findActive(caller.workspaceId(), request.workflowId())
-        .orElseThrow(() -> ApiException.notFound("workflow_not_found",
+        .orElseThrow(() -> DomainException.notFound("workflow_not_found",
             "no workflow '" + request.workflowId() + "' in workspace '" + caller.workspaceId() + "'"));
     return newRun(workflow, request.project(), request.inputs());
   }
@@ -252,7 +253,7 @@ public final class RunService {
   private Firsts firstAgentMoves(Principal caller, AgentStartRequest request) {
     Agent agent = agents.get(caller.workspaceId(), request.agentId());
     if (agent.archived()) {
-      throw ApiException.notFound("agent_not_found", "no agent '" + request.agentId() + "' in workspace '"
+      throw DomainException.notFound("agent_not_found", "no agent '" + request.agentId() + "' in workspace '"
           + caller.workspaceId() + "'");
     }
     AgentDefinition definition = agentDefinition(agent);
@@ -375,11 +376,11 @@ public final class RunService {
 
   private static long seqOf(EventDao dao, Principal caller, String eventId, String param) {
     return dao.find(caller.workspaceId(), eventId).map(Event::seq).orElseThrow(() ->
-        ApiException.validation(param, param + " names no event of this workspace"));
+        DomainException.invalid(param, param + " names no event of this workspace"));
   }
 
-  private static ApiException runNotFound(String workspaceId, String runId) {
-    return ApiException.notFound("run_not_found", "no run '" + runId + "' in workspace '" + workspaceId + "'");
+  private static DomainException runNotFound(String workspaceId, String runId) {
+    return DomainException.notFound("run_not_found", "no run '" + runId + "' in workspace '" + workspaceId + "'");
   }
 
   /**
@@ -443,7 +444,7 @@ public final class RunService {
 
   private static RunFilter scoped(Principal caller, RunFilter filter) {
     if (filter.project() != null && !caller.mayUseProject(filter.project())) {
-      throw new ApiException(403, "project_forbidden",
+      throw new DomainException(Kind.FORBIDDEN, "project_forbidden",
           "this API key may not use project '" + filter.project() + "'", "project");
     }
     return new RunFilter(filter.kind(), filter.workflow(), filter.agent(), filter.project(), filter.statuses(),

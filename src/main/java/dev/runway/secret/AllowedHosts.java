@@ -1,8 +1,8 @@
 package dev.runway.secret;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import dev.runway.core.DomainException;
 import dev.runway.core.Json;
-import dev.runway.http.ApiException;
 import java.util.ArrayList;
 import java.util.LinkedHashSet;
 import java.util.List;
@@ -32,18 +32,18 @@ public record AllowedHosts(List<String> hosts) {
       return ANY;
     }
     if (!node.isArray()) {
-      throw ApiException.validation(param, param + " must be an array of host names (api.example.com or "
+      throw DomainException.invalid(param, param + " must be an array of host names (api.example.com or "
           + "*.example.com), or [] for any host");
     }
     if (node.size() > MAX_HOSTS) {
-      throw ApiException.validation(param, param + " holds at most " + MAX_HOSTS + " hosts");
+      throw DomainException.invalid(param, param + " holds at most " + MAX_HOSTS + " hosts");
     }
     Set<String> hosts = new LinkedHashSet<>();
     for (int i = 0; i < node.size(); i++) {
       JsonNode entry = node.get(i);
       String host = entry.isTextual() ? normalize(entry.textValue()) : "";
       if (host.length() > 253 || !(NAME.matcher(host).matches() || IPV6.matcher(host).matches())) {
-        throw ApiException.validation(param, param + "[" + i + "] must be a host name such as api.example.com, "
+        throw DomainException.invalid(param, param + "[" + i + "] must be a host name such as api.example.com, "
             + "a wildcard such as *.example.com, or an IP address");
       }
       hosts.add(host);

@@ -2,7 +2,7 @@ package dev.runway.secret;
 
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.runway.auth.Principal;
-import dev.runway.http.ApiException;
+import dev.runway.core.DomainException;
 import dev.runway.http.AuthHandler;
 import dev.runway.http.JsonFields;
 import dev.runway.http.Page;
@@ -60,7 +60,7 @@ public final class SecretRoutes {
     int limit = q.integer("limit", 20, 1, 100);
     String after = q.string("starting_after");
     if (after != null && !SecretReferences.NAME.matcher(after).matches()) {
-      throw ApiException.validation("starting_after", "starting_after must be a secret name: " + SecretReferences.NAME_RULE);
+      throw DomainException.invalid("starting_after", "starting_after must be a secret name: " + SecretReferences.NAME_RULE);
     }
     List<Secret> rows = secrets.page(AuthHandler.principal(ctx).workspaceId(), after, limit + 1);
     Responses.json(ctx, 200, Page.of(rows, limit, SecretView::of, SecretView::name));
@@ -80,7 +80,7 @@ public final class SecretRoutes {
   private static String name(Context ctx) {
     String name = ctx.pathParam("name");
     if (!SecretReferences.NAME.matcher(name).matches()) {
-      throw ApiException.validation("name", "the secret name in the path must be " + SecretReferences.NAME_RULE);
+      throw DomainException.invalid("name", "the secret name in the path must be " + SecretReferences.NAME_RULE);
     }
     return name;
   }
@@ -97,10 +97,10 @@ public final class SecretRoutes {
       return null;
     }
     if (value == null || value.isEmpty()) {
-      throw ApiException.validation("value", "value is required: the secret, 1-" + MAX_VALUE_LENGTH + " characters");
+      throw DomainException.invalid("value", "value is required: the secret, 1-" + MAX_VALUE_LENGTH + " characters");
     }
     if (!value.chars().allMatch(c -> c >= 0x20 && c != 0x7f)) {
-      throw ApiException.validation("value", "value must be printable characters (no line breaks or other control "
+      throw DomainException.invalid("value", "value must be printable characters (no line breaks or other control "
           + "characters): it is sent in headers and URLs");
     }
     return value;

@@ -1,8 +1,8 @@
 package dev.runway.secret;
 
+import dev.runway.core.DomainException;
 import dev.runway.core.Time;
 import dev.runway.db.SqlErrors;
-import dev.runway.http.ApiException;
 import dev.runway.quota.Quota;
 import dev.runway.quota.QuotaDao;
 import dev.runway.quota.Quotas;
@@ -63,7 +63,7 @@ public final class SecretService implements SecretSource {
       SecretDao dao = h.attach(SecretDao.class);
       Optional<Secret> existing = dao.find(workspaceId, name);
       if (sealed == null && existing.isEmpty()) {
-        throw ApiException.validation("value", "value is required for a new secret: 1-" + SecretRoutes.MAX_VALUE_LENGTH
+        throw DomainException.invalid("value", "value is required for a new secret: 1-" + SecretRoutes.MAX_VALUE_LENGTH
             + " characters");
       }
       if (existing.isEmpty()) {
@@ -122,7 +122,7 @@ public final class SecretService implements SecretSource {
     return values;
   }
 
-  static ApiException notFound(String workspaceId, String name) {
-    return ApiException.notFound("secret_not_found", "no secret '" + name + "' in workspace '" + workspaceId + "'");
+  static DomainException notFound(String workspaceId, String name) {
+    return DomainException.notFound("secret_not_found", "no secret '" + name + "' in workspace '" + workspaceId + "'");
   }
 }

@@ -2,7 +2,8 @@ package dev.runway.secret;
 
 import dev.runway.auth.Principal;
 import dev.runway.auth.Scope;
-import dev.runway.http.ApiException;
+import dev.runway.core.DomainException;
+import dev.runway.core.DomainException.Kind;
 import java.util.Map;
 import java.util.Set;
 
@@ -27,7 +28,7 @@ public final class SecretUse {
     for (Map.Entry<String, String> field : fields.entrySet()) {
       Set<String> names = SecretReferences.names(field.getValue());
       if (!names.isEmpty()) {
-        throw new ApiException(403, "insufficient_scope", field.getKey() + " refers to {{secrets."
+        throw new DomainException(Kind.FORBIDDEN, "insufficient_scope", field.getKey() + " refers to {{secrets."
             + names.iterator().next() + "}}: saving a definition that uses secrets needs the scope "
             + Scope.SECRETS_USE.wireName() + " (or admin), which this API key lacks", field.getKey());
       }

@@ -1,8 +1,9 @@
 package dev.runway.usage;
 
+import dev.runway.core.DomainException;
+import dev.runway.core.DomainException.Kind;
 import dev.runway.core.Json;
 import dev.runway.db.Tx;
-import dev.runway.http.ApiException;
 import java.time.Duration;
 import java.time.Instant;
 import java.time.LocalDate;
@@ -79,8 +80,8 @@ public final class TokenQuota {
     extensions.put("tokens_used", used);
     extensions.put("tokens_per_day", perDay);
     extensions.put("resets_at", Json.TIME.format(resets));
-    throw new ApiException(429, EXCEEDED, exhausted(used, resets), null,
-        Map.of("Retry-After", Long.toString(seconds)), extensions);
+    throw new DomainException(Kind.TOO_MANY, EXCEEDED, exhausted(used, resets), null,
+        seconds, extensions);
   }
 
   /** What a refused start and a stopped run say. */

@@ -1,7 +1,7 @@
 package dev.runway.webhook;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import dev.runway.http.ApiException;
+import dev.runway.core.DomainException;
 import dev.runway.http.RequestBodies;
 import java.util.ArrayList;
 import java.util.LinkedHashSet;
@@ -22,21 +22,21 @@ public final class EventTypes {
   /** The list at {@code param}: 1 to 50 patterns, duplicates dropped; else a 400 naming the entry. */
   static List<String> parse(JsonNode node, String param) {
     if (node == null || node.isNull()) {
-      throw ApiException.validation(param, param + " is required: a list of event types, e.g. [\"run.succeeded\", "
+      throw DomainException.invalid(param, param + " is required: a list of event types, e.g. [\"run.succeeded\", "
           + "\"run.*\"] or [\"*\"]");
     }
     if (!node.isArray()) {
-      throw ApiException.validation(param, param + " must be an array, not " + RequestBodies.kind(node));
+      throw DomainException.invalid(param, param + " must be an array, not " + RequestBodies.kind(node));
     }
     if (node.isEmpty() || node.size() > MAX) {
-      throw ApiException.validation(param, param + " must list 1 to " + MAX + " event types");
+      throw DomainException.invalid(param, param + " must list 1 to " + MAX + " event types");
     }
     LinkedHashSet<String> types = new LinkedHashSet<>();
     for (int i = 0; i < node.size(); i++) {
       JsonNode t = node.get(i);
       String at = param + "[" + i + "]";
       if (!t.isTextual() || t.textValue().length() > 64 || !TYPE.matcher(t.textValue()).matches()) {
-        throw ApiException.validation(at, at + " must be an event type (run.succeeded), a prefix ending in .* "
+        throw DomainException.invalid(at, at + " must be an event type (run.succeeded), a prefix ending in .* "
             + "(run.*), or *");
       }
       types.add(t.textValue());

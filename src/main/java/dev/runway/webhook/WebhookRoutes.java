@@ -2,8 +2,8 @@ package dev.runway.webhook;
 
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.runway.auth.Principal;
+import dev.runway.core.DomainException;
 import dev.runway.core.Ids;
-import dev.runway.http.ApiException;
 import dev.runway.http.AuthHandler;
 import dev.runway.http.JsonFields;
 import dev.runway.http.Page;
@@ -95,11 +95,11 @@ public final class WebhookRoutes {
     String after = q.id("starting_after", "del");
     String status = q.string("status");
     if (status != null && !STATUSES.contains(status)) {
-      throw ApiException.validation("status", "status must be one of pending, succeeded, failed");
+      throw DomainException.invalid("status", "status must be one of pending, succeeded, failed");
     }
     String eventType = q.string("event_type");
     if (eventType != null && eventType.length() > 64) {
-      throw ApiException.validation("event_type", "event_type must be at most 64 characters");
+      throw DomainException.invalid("event_type", "event_type must be at most 64 characters");
     }
     List<WebhookDelivery> rows = webhooks.deliveries(caller(ctx), endpointId(ctx), after, status, eventType, limit + 1);
     Responses.json(ctx, 200, Page.of(rows, limit, DeliveryView::of, DeliveryView::id));
@@ -121,7 +121,7 @@ public final class WebhookRoutes {
     ObjectNode body = bodies.requiredObject(ctx);
     JsonFields.of(body, Set.of("since"));
     if (!body.hasNonNull("since") || !body.get("since").isTextual()) {
-      throw ApiException.validation("since", "since is required: an ISO 8601 time, e.g. 2026-11-22T02:46:35.285Z");
+      throw DomainException.invalid("since", "since is required: an ISO 8601 time, e.g. 2026-11-22T02:46:35.285Z");
     }
     Instant since = QueryParams.parseTime(body.get("since").textValue(), "since");
     Map<String, Object> answer = new LinkedHashMap<>();
@@ -142,7 +142,7 @@ public final class WebhookRoutes {
 
   private static String requiredUrl(ObjectNode body) {
     if (!body.hasNonNull("url") || !body.get("url").isTextual()) {
-      throw ApiException.validation("url", "url is required: an absolute http or https URL");
+      throw DomainException.invalid("url", "url is required: an absolute http or https URL");
     }
     return body.get("url").textValue();
   }

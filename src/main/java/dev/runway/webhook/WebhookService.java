@@ -1,17 +1,18 @@
 package dev.runway.webhook;
 
 import dev.runway.auth.Principal;
+import dev.runway.core.DomainException;
+import dev.runway.core.DomainException.Kind;
 import dev.runway.core.Ids;
 import dev.runway.core.Json;
 import dev.runway.core.Time;
 import dev.runway.db.GroupCommitter;
 import dev.runway.db.Tx;
-import dev.runway.http.ApiException;
 import dev.runway.metrics.Metrics;
+import dev.runway.outbound.SpecialAddresses;
 import dev.runway.quota.Quota;
 import dev.runway.quota.QuotaDao;
 import dev.runway.quota.Quotas;
-import dev.runway.outbound.SpecialAddresses;
 import dev.runway.secret.SecretBox;
 import dev.runway.webhook.WebhookViews.DeliveryDetail;
 import dev.runway.webhook.WebhookViews.EndpointView;
@@ -170,7 +171,7 @@ public final class WebhookService {
       WebhookDao dao = tx.dao(WebhookDao.class);
       WebhookEndpoint e = dao.endpoint(caller.workspaceId(), id).orElseThrow(() -> endpointNotFound(caller.workspaceId(), id));
       if (!e.enabled()) {
-        throw new ApiException(409, "endpoint_disabled", "this endpoint is disabled (" + e.disabledReason()
+        throw new DomainException(Kind.CONFLICT, "endpoint_disabled", "this endpoint is disabled (" + e.disabledReason()
             + "): enable it with PATCH {\"enabled\": true} first", "enabled");
       }
       Instant now = Time.now();
@@ -226,7 +227,7 @@ public final class WebhookService {
 
   private static void requireEnabled(WebhookEndpoint e) {
     if (!e.enabled()) {
-      throw new ApiException(409, "endpoint_disabled", "endpoint " + e.id() + " is disabled (" + e.disabledReason()
+      throw new DomainException(Kind.CONFLICT, "endpoint_disabled", "endpoint " + e.id() + " is disabled (" + e.disabledReason()
           + "): enable it with PATCH {\"enabled\": true} first", null);
     }
   }
@@ -302,17 +303,17 @@ public final class WebhookService {
     try {
       uri = new URI(url);
     } catch (URISyntaxException e) {
-      throw ApiException.validation("url", "url must be an absolute http or https URL");
+      throw DomainException.invalid("url", "url must be an absolute http or https URL");
     }
     String scheme = uri.getScheme() == null ? "" : uri.getScheme().toLowerCase(Locale.ROOT);
     if (!(scheme.equals("http") || scheme.equals("https")) || uri.getHost() == null || url.length() > 2000) {
-      throw ApiException.validation("url", "url must be an absolute http or https URL of at most 2000 characters");
+      throw DomainException.invalid("url", "url must be an absolute http or https URL of at most 2000 characters");
     }
     if (uri.getRawUserInfo() != null) {
-      throw ApiException.validation("url", "url must not hold a user name or password");
+      throw DomainException.invalid("url", "url must not hold a user name or password");
     }
     if (!settings.allowPrivateNetworks() && isSpecialLiteral(uri.getHost())) {
-      throw ApiException.validation("url", "url points to a loopback, private or special-purpose address, which "
+      throw DomainException.invalid("url", "url points to a loopback, private or special-purpose address, which "
           + "webhooks may not call (engine.http.allow_private_networks=true allows it)");
     }
   }
@@ -332,13 +333,13 @@ public final class WebhookService {
     }
   }
 
-  static ApiException endpointNotFound(String workspaceId, String id) {
-    return ApiException.notFound("webhook_endpoint_not_found", "no webhook endpoint '" + id + "' in workspace '"
+  static DomainException endpointNotFound(String workspaceId, String id) {
+    return DomainException.notFound("webhook_endpoint_not_found", "no webhook endpoint '" + id + "' in workspace '"
         + workspaceId + "'");
   }
 
-  static ApiException deliveryNotFound(String workspaceId, String id) {
-    return ApiException.notFound("webhook_delivery_not_found", "no webhook delivery '" + id + "' in workspace '"
+  static DomainException deliveryNotFound(String workspaceId, String id) {
+    return DomainException.notFound("webhook_delivery_not_found", "no webhook delivery '" + id + "' in workspace '"
         + workspaceId + "'");
   }
 }

@@ -3,7 +3,7 @@ package dev.runway.workflow;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
-import dev.runway.http.ApiException;
+import dev.runway.core.DomainException;
 import dev.runway.http.JsonFields;
 import dev.runway.outbound.CallTargets;
 import dev.runway.secret.SecretReferences;
@@ -58,7 +58,7 @@ public sealed interface Step permits Step.Http, Step.Approval, Step.Delay {
   /** Parses and checks a steps array; a bad step is a 400 naming steps[i].field. */
   static List<Step> parseAll(JsonNode steps) {
     if (steps.size() > MAX_STEPS) {
-      throw ApiException.validation("steps", "a workflow has at most " + MAX_STEPS + " steps");
+      throw DomainException.invalid("steps", "a workflow has at most " + MAX_STEPS + " steps");
     }
     List<Step> parsed = new ArrayList<>();
     for (int i = 0; i < steps.size(); i++) {
@@ -69,12 +69,12 @@ public sealed interface Step permits Step.Http, Step.Approval, Step.Delay {
 
   private static Step parse(JsonNode node, String at) {
     if (!node.isObject()) {
-      throw ApiException.validation(at, at + " must be a JSON object with a type");
+      throw DomainException.invalid(at, at + " must be a JSON object with a type");
     }
     ObjectNode step = (ObjectNode) node;
     JsonNode type = step.get("type");
     if (type == null || !type.isTextual()) {
-      throw ApiException.validation(at + ".type", at + ".type is required: http, approval or delay");
+      throw DomainException.invalid(at + ".type", at + ".type is required: http, approval or delay");
     }
     String prefix = at + ".";
     return switch (type.textValue()) {
@@ -92,11 +92,11 @@ public sealed interface Step permits Step.Http, Step.Approval, Step.Delay {
       case "delay" -> {
         JsonFields f = JsonFields.of(step, Set.of("type", "seconds"), prefix);
         if (step.get("seconds") == null || step.get("seconds").isNull()) {
-          throw ApiException.validation(prefix + "seconds", prefix + "seconds is required");
+          throw DomainException.invalid(prefix + "seconds", prefix + "seconds is required");
         }
         yield new Delay(f.optionalLong("seconds", 0, 0, 31_536_000));
       }
-      default -> throw ApiException.validation(at + ".type",
+      default -> throw DomainException.invalid(at + ".type",
           at + ".type must be http, approval or delay, not '" + type.textValue() + "'");
     };
   }
@@ -106,7 +106,7 @@ public sealed interface Step permits Step.Http, Step.Approval, Step.Delay {
   private static String method(String method, String prefix) {
     String upper = method.toUpperCase(Locale.ROOT);
     if (!Set.of("GET", "POST", "PUT", "PATCH", "DELETE").contains(upper)) {
-      throw ApiException.validation(prefix + "method", prefix + "method must be GET, POST, PUT, PATCH or DELETE");
+      throw DomainException.invalid(prefix + "method", prefix + "method must be GET, POST, PUT, PATCH or DELETE");
     }
     return upper;
   }

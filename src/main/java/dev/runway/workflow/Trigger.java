@@ -3,8 +3,8 @@ package dev.runway.workflow;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.runway.core.DomainException;
 import dev.runway.core.Json;
-import dev.runway.http.ApiException;
 import dev.runway.http.JsonFields;
 import dev.runway.http.RequestBodies;
 import java.util.ArrayList;
@@ -36,7 +36,7 @@ public record Trigger(String objectType, boolean onCreated, boolean onUpdated, b
   /** Checks a definition's {@code triggers} array; each fault is a 400 naming {@code triggers[i].field}. */
   public static List<Trigger> parseAll(JsonNode triggers) {
     if (triggers.size() > MAX_TRIGGERS) {
-      throw ApiException.validation("triggers", "a workflow may have at most " + MAX_TRIGGERS + " triggers");
+      throw DomainException.invalid("triggers", "a workflow may have at most " + MAX_TRIGGERS + " triggers");
     }
     List<Trigger> parsed = new ArrayList<>();
     Set<String> types = new HashSet<>();
@@ -44,12 +44,12 @@ public record Trigger(String objectType, boolean onCreated, boolean onUpdated, b
       String at = "triggers[" + i + "]";
       JsonNode node = triggers.get(i);
       if (!node.isObject()) {
-        throw ApiException.validation(at, at + " must be an object such as {\"crm\": \"contacts\", \"on\": [\"created\"]}");
+        throw DomainException.invalid(at, at + " must be an object such as {\"crm\": \"contacts\", \"on\": [\"created\"]}");
       }
       JsonFields fields = JsonFields.of((ObjectNode) node, FIELDS, at + ".");
       String type = fields.requiredSlug("crm");
       if (!types.add(type)) {
-        throw ApiException.validation(at + ".crm", "the workflow has another trigger for '" + type
+        throw DomainException.invalid(at + ".crm", "the workflow has another trigger for '" + type
             + "': list every change in one trigger's \"on\"");
       }
       Set<String> on = changes(node.get("on"), at + ".on");
@@ -62,15 +62,15 @@ public record Trigger(String objectType, boolean onCreated, boolean onUpdated, b
   private static Set<String> changes(JsonNode on, String at) {
     String rule = at + " must be a non-empty array of \"created\", \"updated\" and \"deleted\"";
     if (on == null || on.isNull()) {
-      throw ApiException.validation(at, at + " is required: " + rule);
+      throw DomainException.invalid(at, at + " is required: " + rule);
     }
     if (!on.isArray() || on.isEmpty()) {
-      throw ApiException.validation(at, rule + ", not " + RequestBodies.kind(on));
+      throw DomainException.invalid(at, rule + ", not " + RequestBodies.kind(on));
     }
     Set<String> changes = new HashSet<>();
     for (JsonNode change : on) {
       if (!change.isTextual() || !CHANGES.contains(change.textValue()) || !changes.add(change.textValue())) {
-        throw ApiException.validation(at, rule + ", each once");
+        throw DomainException.invalid(at, rule + ", each once");
       }
     }
     return changes;

@@ -18,7 +18,7 @@ public record WorkflowDefinition(String name, String description, boolean requir
     List<Step> parsedSteps, List<Trigger> triggers) {
   private static final Set<String> FIELDS = Set.of("name", "description", "requires_approval", "steps", "triggers");
 
-  /** Reads a definition; a missing name defaults to the workflow id. Refuses bad fields with ApiException. */
+  /** Reads a definition; a missing name defaults to the workflow id. Refuses bad fields with DomainException. */
   public static WorkflowDefinition parse(String workflowId, ObjectNode body) {
     JsonFields fields = JsonFields.of(body, FIELDS);
     JsonNode steps = fields.optionalArray("steps");

@@ -1,15 +1,15 @@
 package dev.runway.workflow;
 
 import dev.runway.auth.Principal;
+import dev.runway.core.DomainException;
 import dev.runway.core.Time;
 import dev.runway.core.WeighedCache;
 import dev.runway.db.Slice;
 import dev.runway.db.SqlErrors;
-import dev.runway.http.ApiException;
-import dev.runway.secret.SecretUse;
 import dev.runway.quota.Quota;
 import dev.runway.quota.QuotaDao;
 import dev.runway.quota.Quotas;
+import dev.runway.secret.SecretUse;
 import java.time.Instant;
 import java.util.Optional;
 import org.jdbi.v3.core.Jdbi;
@@ -129,7 +129,7 @@ public final class WorkflowService {
     return archived;
   }
 
-  static ApiException notFound(String workspaceId, String id) {
-    return ApiException.notFound("workflow_not_found", "no workflow '" + id + "' in workspace '" + workspaceId + "'");
+  static DomainException notFound(String workspaceId, String id) {
+    return DomainException.notFound("workflow_not_found", "no workflow '" + id + "' in workspace '" + workspaceId + "'");
   }
 }

@@ -5,8 +5,8 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import dev.runway.core.DomainException;
 import dev.runway.core.Json;
-import dev.runway.http.ApiException;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
@@ -41,20 +41,20 @@ class SchemaBudgetTest {
 
   @Test
   void a_pattern_re2_cannot_compile_is_refused_naming_its_field() {
-    ApiException e = assertThrows(ApiException.class, () -> ToolSchemas.check(
+    DomainException e = assertThrows(DomainException.class, () -> ToolSchemas.check(
         object("{\"x\":{\"type\":\"string\",\"pattern\":\"(a)\\\\1\"}}"), "tools[0].parameters"));
     assertEquals("tools[0].parameters.properties.x.pattern", e.param());
     assertTrue(e.getMessage().contains("backreferences"), e.getMessage());
 
-    e = assertThrows(ApiException.class, () -> ToolSchemas.check(
+    e = assertThrows(DomainException.class, () -> ToolSchemas.check(
         object("{\"x\":{\"type\":\"array\",\"items\":{\"anyOf\":[{\"type\":\"string\",\"pattern\":\"(?=a)\"}]}}}"), "p"));
     assertEquals("p.properties.x.items.anyOf[0].pattern", e.param());
 
-    e = assertThrows(ApiException.class, () -> ToolSchemas.check(
+    e = assertThrows(DomainException.class, () -> ToolSchemas.check(
         Json.tree("{\"type\":\"object\",\"patternProperties\":{\"^(?!x)\":{}}}"), "p"));
     assertEquals("p.patternProperties.^(?!x)", e.param());
 
-    e = assertThrows(ApiException.class, () -> ToolSchemas.check(Json.tree("{\"type\":\"object\",\"$defs\":"
+    e = assertThrows(DomainException.class, () -> ToolSchemas.check(Json.tree("{\"type\":\"object\",\"$defs\":"
         + "{\"d\":{\"propertyNames\":{\"pattern\":\"(a{1000}){1000}\"}}}}"), "p"));
     assertEquals("p.$defs.d.propertyNames.pattern", e.param());
     assertTrue(e.getMessage().contains("too large"), e.getMessage());
@@ -89,7 +89,7 @@ class SchemaBudgetTest {
           .append(next).append("]},");
     }
     JsonNode schema = Json.tree(fanOut.append("\"d30\":{\"type\":\"string\"}}}").toString());
-    ApiException e = assertThrows(ApiException.class, () -> ToolSchemas.check(schema, "p"));
+    DomainException e = assertThrows(DomainException.class, () -> ToolSchemas.check(schema, "p"));
     assertEquals("p", e.param());
     assertTrue(e.getMessage().contains("too long to check"), e.getMessage());
   }
@@ -98,7 +98,7 @@ class SchemaBudgetTest {
   @Timeout(value = 30, unit = TimeUnit.SECONDS)
   void a_reference_back_to_itself_is_refused_and_never_overflows_a_thread() {
     JsonNode loop = Json.tree("{\"type\":\"object\",\"anyOf\":[{\"$ref\":\"#\"}]}");
-    ApiException e = assertThrows(ApiException.class, () -> ToolSchemas.check(loop, "p"));
+    DomainException e = assertThrows(DomainException.class, () -> ToolSchemas.check(loop, "p"));
     assertEquals("p", e.param());
     assertTrue(e.getMessage().contains("refers to itself"), e.getMessage());
     // one that loops only for some arguments passes the check; the arguments that loop end in TooSlow

@@ -5,8 +5,8 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.sun.net.httpserver.HttpServer;
+import dev.runway.core.DomainException;
 import dev.runway.core.Json;
-import dev.runway.http.ApiException;
 import java.net.InetSocketAddress;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -42,7 +42,7 @@ class ToolSchemasTest {
     try {
       String remote = "{\"type\":\"object\",\"properties\":{\"a\":{\"$ref\":\"http://127.0.0.1:"
           + server.getAddress().getPort() + "/schema.json\"}}}";
-      ApiException e = assertThrows(ApiException.class, () -> ToolSchemas.check(Json.tree(remote), "tools[0].parameters"));
+      DomainException e = assertThrows(DomainException.class, () -> ToolSchemas.check(Json.tree(remote), "tools[0].parameters"));
       assertEquals("tools[0].parameters", e.param());
       assertEquals(0, fetched.get(), "the URL was not fetched");
       ToolSchemas.check(Json.tree("{\"type\":\"object\",\"$defs\":{\"e\":{\"type\":\"string\"}},"

@@ -6,19 +6,19 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import dev.runway.http.ApiException;
+import dev.runway.core.DomainException;
+import dev.runway.engine.Engine;
 import dev.runway.http.RequestBodies;
 import dev.runway.support.Api;
 import dev.runway.support.BothDatabases;
-import dev.runway.engine.Engine;
 import dev.runway.support.Http;
 import dev.runway.support.Runs;
 import dev.runway.support.TestDatabase;
 import dev.runway.support.ToolServer;
 import dev.runway.support.WebhookReceiver;
-import java.time.Duration;
 import java.lang.management.ManagementFactory;
 import java.nio.charset.StandardCharsets;
+import java.time.Duration;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -296,9 +296,9 @@ class MemoryBoundsTest {
     com.sun.management.ThreadMXBean threads = (com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean();
     long thread = Thread.currentThread().getId();
     // Once before measuring, so that loading classes is not counted.
-    assertThrows(ApiException.class, () -> RequestBodies.parseObject(body, "records", 1000, "too many records"));
+    assertThrows(DomainException.class, () -> RequestBodies.parseObject(body, "records", 1000, "too many records"));
     long before = threads.getThreadAllocatedBytes(thread);
-    ApiException refused = assertThrows(ApiException.class,
+    DomainException refused = assertThrows(DomainException.class,
         () -> RequestBodies.parseObject(body, "records", 1000, "too many records"));
     long allocated = threads.getThreadAllocatedBytes(thread) - before;
     assertEquals("records", refused.param());

@@ -12,6 +12,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.runway.agent.AgentDefinition;
 import dev.runway.auth.KeyHasher;
+import dev.runway.core.DomainException;
 import dev.runway.core.Json;
 import dev.runway.core.Slugs;
 import dev.runway.crm.CrmRecord;
@@ -20,6 +21,7 @@ import dev.runway.crm.SyncPlan;
 import dev.runway.crm.SyncRequest;
 import dev.runway.http.ApiException;
 import dev.runway.http.AuthHandler;
+import dev.runway.http.ErrorMapper;
 import dev.runway.http.RequestBodies;
 import dev.runway.run.RunRoutes;
 import dev.runway.secret.SecretReferences;
@@ -36,7 +38,7 @@ import java.util.regex.Pattern;
 
 /**
  * Fuzz tests of everything that reads a request body, and of the Authorization parser. The
- * contract for bad input: a 4xx ApiException with a code; any other exception (or a hang) is a bug.
+ * contract for bad input: a 4xx DomainException with a code; any other exception (or a hang) is a bug.
  *
  * <p>Without JAZZER_FUZZ these run as plain tests over the committed seeds in
  * src/test/resources/dev/runway/fuzz/RequestFuzzTestInputs/&lt;method&gt;/. With JAZZER_FUZZ=1 one
@@ -210,7 +212,7 @@ class RequestFuzzTest {
     String comment;
     try {
       comment = parse.get();
-    } catch (ApiException e) {
+    } catch (DomainException e) {
       checkRefusal(e);
       return;
     }
@@ -266,19 +268,20 @@ class RequestFuzzTest {
     assertEquals(KEY.matcher(token).matches(), KeyHasher.wellFormed(token), () -> "wellFormed is wrong on " + token);
   }
 
-  /** The value, or null when refused with a proper ApiException; any other exception fails the test. */
+  /** The value, or null when refused with a proper DomainException; any other exception fails the test. */
   private static <T> T refusedOr(Supplier<T> parse) {
     try {
       return parse.get();
-    } catch (ApiException e) {
+    } catch (DomainException e) {
       checkRefusal(e);
       return null;
     }
   }
 
-  private static void checkRefusal(ApiException e) {
-    if (e.status() < 400 || e.status() > 499 || e.code() == null || e.code().isEmpty()) {
-      fail("refusal without a 4xx status and a code: " + e.status() + " " + e.code() + " " + e.getMessage());
+  private static void checkRefusal(DomainException e) {
+    int status = ErrorMapper.status(e.kind());
+    if (status < 400 || status > 499 || e.code() == null || e.code().isEmpty()) {
+      fail("refusal without a 4xx status and a code: " + status + " " + e.code() + " " + e.getMessage());
     }
   }
 }

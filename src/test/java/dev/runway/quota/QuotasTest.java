@@ -9,7 +9,8 @@ import com.fasterxml.jackson.databind.JsonNode;
 import dev.runway.Services;
 import dev.runway.auth.Scope;
 import dev.runway.cli.KeysCommand;
-import dev.runway.http.ApiException;
+import dev.runway.core.DomainException;
+import dev.runway.http.ErrorMapper;
 import dev.runway.support.Api;
 import dev.runway.support.BothDatabases;
 import dev.runway.support.Browser;
@@ -43,9 +44,9 @@ class QuotasTest {
     // The test's workspace has one key (api.key) already.
     Services own = api.servicesWith(s -> s.with("quotas.keys_per_workspace", "2"));
     own.keys().create(api.workspace, "second", List.of(Scope.RUNS_READ), null, null);
-    ApiException refused = assertThrows(ApiException.class,
+    DomainException refused = assertThrows(DomainException.class,
         () -> own.keys().create(api.workspace, "third", List.of(Scope.RUNS_READ), null, null));
-    assertEquals(403, refused.status());
+    assertEquals(403, ErrorMapper.status(refused.kind()));
     assertEquals("quota_exceeded", refused.code());
     assertEquals("keys", refused.extensions().get("quota"));
     assertEquals(2L, refused.extensions().get("limit"));
