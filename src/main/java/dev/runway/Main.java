@@ -2,7 +2,6 @@ package dev.runway;
 
 import dev.runway.cli.AccountsCommand;
 import dev.runway.cli.KeysCommand;
-import dev.runway.config.ServerSettings;
 import dev.runway.config.Settings;
 import dev.runway.config.SettingsException;
 import dev.runway.db.Database;
@@ -219,7 +218,7 @@ public final class Main {
       return args.isEmpty() ? 2 : 0;
     }
     ServerSettings settings = ServerSettings.from(Settings.load(System.getenv()));
-    try (Database database = Database.open(settings)) {
+    try (Database database = Database.open(settings.database())) {
       return command.applyAsInt(Services.over(database, settings, () -> { }));
     } catch (IllegalArgumentException e) {
       System.err.println("runway: " + e.getMessage() + "\n" + usage);

@@ -2,15 +2,14 @@ package dev.runway;
 
 import dev.runway.auth.ApiKeyService;
 import dev.runway.auth.Scope;
-import dev.runway.config.ServerSettings;
 import dev.runway.config.Settings;
 import dev.runway.db.Database;
 import dev.runway.engine.Engine;
-import dev.runway.workflow.WorkflowFiles;
 import dev.runway.http.InFlightLimit;
-import dev.runway.trigger.TriggerProcessor;
 import dev.runway.metrics.Metrics;
+import dev.runway.trigger.TriggerProcessor;
 import dev.runway.webhook.WebhookDispatcher;
+import dev.runway.workflow.WorkflowFiles;
 import io.javalin.Javalin;
 import java.time.Duration;
 import java.time.Instant;
@@ -70,7 +69,7 @@ public final class Runway implements AutoCloseable {
   /** Starts Runway with its own connection pool, as configured by {@code db.*}. */
   public static Runway start(Settings settings) {
     ServerSettings s = ServerSettings.from(settings);
-    return start(s, metrics -> Database.opening(s, metrics));
+    return start(s, metrics -> Database.opening(s.database(), metrics));
   }
 
   /** Starts Runway on a DataSource the caller owns (and closes, after {@link #close()}). */
@@ -129,7 +128,7 @@ public final class Runway implements AutoCloseable {
         engine.set(started);
         metrics.watchEngine(started::backlog, started::callsInFlight, started::callBytesInFlight);
         // Runs that CRM changes queued are made by the instances that run the engine.
-        triggers.set(TriggerProcessor.start(database.jdbi(), database.committer(), services.runs(),
+        triggers.set(TriggerProcessor.start(database.jdbi(), database.committer(), services.starts(),
             settings.engine().pollInterval(), settings.engine().lease(), database.isSingleProcess()));
       }
       if (settings.webhooks().enabled()) {

@@ -2,12 +2,12 @@ package dev.runway;
 
 import dev.runway.agent.AgentRoutes;
 import dev.runway.auth.Scope;
-import dev.runway.config.ServerSettings;
 import dev.runway.console.ConsoleForm;
 import dev.runway.console.ConsoleRoutes;
 import dev.runway.console.RunPages;
 import dev.runway.crm.CrmRoutes;
 import dev.runway.crm.CrmSettings;
+import dev.runway.events.EventRoutes;
 import dev.runway.events.EventStreams;
 import dev.runway.http.ApiReference;
 import dev.runway.http.AuthHandler;
@@ -53,7 +53,8 @@ public final class RunwayApp {
     threads.setName("runway-http");
     EventStreams streams = new EventStreams(services.database().jdbi(), services.database().committer(),
         services.keys(), settings.streams(), inFlight, settings.keyCache(), services.quotas());
-    RunRoutes runs = new RunRoutes(services.runs(), bodies, resumeOn(threads), streams,
+    EventRoutes events = new EventRoutes(services.runs(), services.events(), streams);
+    RunRoutes runs = new RunRoutes(services.starts(), services.runs(), bodies, resumeOn(threads),
         settings.maxPageBytes());
     WorkflowRoutes workflows = new WorkflowRoutes(services.workflows(), bodies, settings.maxPageBytes());
     SecretRoutes secrets = new SecretRoutes(services.secrets(), bodies);
@@ -66,7 +67,7 @@ public final class RunwayApp {
     ConsoleRoutes console = new ConsoleRoutes(services.accounts(), services.sessions(), services.keys(),
         settings.console(), workspace -> services.workflows().page(workspace, null, false, 100, settings.maxPageBytes()).rows().stream()
             .map(dev.runway.workflow.Workflow::id).toList());
-    RunPages runPages = new RunPages(console, services.runs(), services.workflows(), services.agents());
+    RunPages runPages = new RunPages(console, services.runs(), services.events(), services.workflows(), services.agents());
     ApiReference reference = new ApiReference();
     RateLimits limits = settings.rateLimits();
     AuthHandler auth = new AuthHandler(services.keys(), limits, inFlight);
@@ -151,9 +152,9 @@ public final class RunwayApp {
       routes.post("/v1/runs/{runId}/approve", runs::approve, Scope.APPROVALS_WRITE);
       routes.post("/v1/runs/{runId}/reject", runs::reject, Scope.APPROVALS_WRITE);
       routes.post("/v1/runs/{runId}/cancel", runs::cancel, Scope.RUNS_WRITE);
-      routes.get("/v1/runs/{runId}/events", runs::events, Scope.RUNS_READ);
+      routes.get("/v1/runs/{runId}/events", events::events, Scope.RUNS_READ);
       routes.get("/v1/runs/{runId}/messages", runs::messages, Scope.RUNS_READ);
-      routes.get("/v1/events", runs::workspaceEvents, Scope.RUNS_READ);
+      routes.get("/v1/events", events::workspaceEvents, Scope.RUNS_READ);
 
       routes.put("/v1/workflows/{id}", workflows::put, Scope.WORKFLOWS_WRITE);
       routes.get("/v1/workflows/{id}", workflows::get, Scope.RUNS_READ);

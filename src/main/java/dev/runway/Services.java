@@ -2,7 +2,6 @@ package dev.runway;
 
 import dev.runway.agent.AgentService;
 import dev.runway.auth.ApiKeyService;
-import dev.runway.config.ServerSettings;
 import dev.runway.console.AccountService;
 import dev.runway.console.SessionService;
 import dev.runway.crm.CrmService;
@@ -10,7 +9,9 @@ import dev.runway.db.Database;
 import dev.runway.idempotency.IdempotencyStore;
 import dev.runway.metrics.Metrics;
 import dev.runway.quota.Quotas;
+import dev.runway.events.EventReads;
 import dev.runway.run.RunService;
+import dev.runway.run.RunStarts;
 import dev.runway.secret.SecretBox;
 import dev.runway.secret.SecretService;
 import dev.runway.usage.TokenQuota;
@@ -18,7 +19,8 @@ import dev.runway.webhook.WebhookService;
 import dev.runway.workflow.WorkflowService;
 
 /** Runway's services over one database, wired with plain constructors. */
-public record Services(Database database, ApiKeyService keys, WorkflowService workflows, RunService runs,
+public record Services(Database database, ApiKeyService keys, WorkflowService workflows, RunStarts starts, RunService runs,
+    EventReads events,
     SecretService secrets, AgentService agents, IdempotencyStore idempotency, CrmService crm,
     WebhookService webhooks, AccountService accounts, SessionService sessions, Metrics metrics, Quotas quotas) {
 
@@ -37,19 +39,22 @@ public record Services(Database database, ApiKeyService keys, WorkflowService wo
     AgentService agents = new AgentService(database.jdbi(), settings.model().allowed(),
         new TokenQuota(database.jdbi(), settings.model().tokensPerWorkspacePerDay()), quotas);
     IdempotencyStore idempotency = new IdempotencyStore(database.jdbi(), settings.idempotencyTtl());
-    RunService runs = new RunService(database.jdbi(), database.committer(), workflows, agents, idempotency,
+    RunStarts starts = new RunStarts(database.committer(), workflows, agents, idempotency,
         settings.engine().approvalTimeoutSeconds(), runDue, quotas);
+    RunService runs = new RunService(database.jdbi(), database.committer(), runDue);
     SecretService secrets = new SecretService(database.jdbi(),
         () -> SecretBox.load(settings.secretsKey(), settings.secretsKeyFile()), quotas);
     return new Services(
         database,
         new ApiKeyService(database.jdbi(), settings.keyCache(), quotas),
         workflows,
+        starts,
         runs,
+        new EventReads(database.jdbi(), runs),
         secrets,
         agents,
         idempotency,
-        new CrmService(database.jdbi(), database.committer(), runs, idempotency,
+        new CrmService(database.jdbi(), database.committer(), starts, idempotency,
             settings.crm().changesRetention(), metrics, !database.isSingleProcess(), quotas),
         new WebhookService(database.jdbi(), database.committer(), secrets::box, settings.webhooks(), metrics, quotas),
         new AccountService(database.jdbi(), settings.console()),

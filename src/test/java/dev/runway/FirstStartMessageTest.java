@@ -3,7 +3,6 @@ package dev.runway;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import dev.runway.config.ServerSettings;
 import dev.runway.config.Settings;
 import org.junit.jupiter.api.Test;
 

@@ -2,7 +2,7 @@ package dev.runway.agent;
 
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.runway.auth.Principal;
-import dev.runway.config.DefinitionFiles;
+import dev.runway.core.DefinitionFiles;
 import dev.runway.core.DomainException;
 import dev.runway.core.Json;
 import dev.runway.core.Time;

@@ -6,6 +6,7 @@ import dev.runway.core.Slugs;
 import dev.runway.core.Time;
 import dev.runway.core.WeighedCache;
 import dev.runway.db.SqlErrors;
+import dev.runway.db.WorkspaceDao;
 import dev.runway.quota.Quota;
 import dev.runway.quota.QuotaDao;
 import dev.runway.quota.Quotas;

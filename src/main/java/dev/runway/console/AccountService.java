@@ -1,12 +1,12 @@
 package dev.runway.console;
 
-import dev.runway.auth.WorkspaceDao;
 import dev.runway.core.DomainException.Kind;
 import dev.runway.core.Ids;
 import dev.runway.core.Sha256;
 import dev.runway.core.Slugs;
 import dev.runway.core.Time;
 import dev.runway.db.SqlErrors;
+import dev.runway.db.WorkspaceDao;
 import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStream;

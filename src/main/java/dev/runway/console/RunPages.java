@@ -9,8 +9,9 @@ import dev.runway.core.DomainException;
 import dev.runway.core.Ids;
 import dev.runway.core.Json;
 import dev.runway.db.Slice;
-import dev.runway.engine.Event;
+import dev.runway.events.EventReads;
 import dev.runway.http.ErrorMapper;
+import dev.runway.run.Event;
 import dev.runway.run.Run;
 import dev.runway.run.RunFilter;
 import dev.runway.run.RunMessage;
@@ -40,15 +41,16 @@ public final class RunPages {
   private static final int EVENTS = 200;
   /** A page showing a run still moving reloads itself this often (a meta refresh: no script needed). */
   static final int REFRESH_SECONDS = 5;
-  private static final Set<String> ENDED = Set.of(RunStatus.SUCCEEDED.wireName(), RunStatus.FAILED.wireName(),
-      RunStatus.CANCELED.wireName(), RunStatus.REJECTED.wireName());
 
   private final ConsoleRoutes console;
   private final RunService runs;
+  private final EventReads events;
   private final WorkflowService workflows;
   private final AgentService agents;
 
-  public RunPages(ConsoleRoutes console, RunService runs, WorkflowService workflows, AgentService agents) {
+  public RunPages(ConsoleRoutes console, RunService runs, EventReads events, WorkflowService workflows,
+      AgentService agents) {
+    this.events = events;
     this.console = console;
     this.runs = runs;
     this.workflows = workflows;
@@ -78,7 +80,7 @@ public final class RunPages {
     List<Views.RunRow> page = rows.rows().stream().map(Views.RunRow::of).toList();
     String next = more ? "/console/runs?" + (status == null ? "" : "status=" + status + "&")
         + (kind == null ? "" : "kind=" + kind + "&") + "starting_after=" + page.get(page.size() - 1).id() : null;
-    boolean moving = page.stream().anyMatch(r -> !ENDED.contains(r.status()));
+    boolean moving = page.stream().anyMatch(r -> !RunStatus.isEnded(r.status()));
     console.render(ctx, 200, "runs.jte", "frame", console.frame("Runs", signed.get(), "runs"), "page",
         new Views.Runs(page, status, kind, after != null, next, moving ? REFRESH_SECONDS : 0));
   }
@@ -164,9 +166,9 @@ public final class RunPages {
       notFound(ctx, signed);
       return;
     }
-    List<Event> events = runs.events(actor, runId, null, EVENTS);
+    List<Event> events = this.events.events(actor, runId, null, EVENTS);
     List<RunMessage> messages = run.isAgent() ? runs.messages(actor, runId, -1, 500) : List.of();
-    boolean moving = !ENDED.contains(run.status()) && !RunStatus.AWAITING_APPROVAL.wireName().equals(run.status());
+    boolean moving = !RunStatus.isEnded(run.status()) && !RunStatus.AWAITING_APPROVAL.wireName().equals(run.status());
     console.render(ctx, status, "run.jte", "frame", console.frame("Run " + run.id(), signed, "runs"),
         "run", Views.RunDetail.of(run, events, messages, error, moving ? REFRESH_SECONDS : 0));
   }

@@ -3,7 +3,7 @@ package dev.runway.console;
 import com.fasterxml.jackson.databind.JsonNode;
 import dev.runway.auth.ApiKey;
 import dev.runway.core.Json;
-import dev.runway.engine.Event;
+import dev.runway.run.Event;
 import dev.runway.run.Run;
 import dev.runway.run.RunMessage;
 import dev.runway.run.RunStatus;

@@ -15,7 +15,7 @@ import dev.runway.metrics.Metrics;
 import dev.runway.quota.Quota;
 import dev.runway.quota.QuotaDao;
 import dev.runway.quota.Quotas;
-import dev.runway.run.RunService;
+import dev.runway.run.RunStarts;
 import dev.runway.trigger.RunRequest;
 import dev.runway.trigger.RunRequestDao;
 import dev.runway.workflow.Trigger;
@@ -42,7 +42,7 @@ public final class CrmService {
   private static final Logger LOG = LoggerFactory.getLogger(CrmService.class);
   private final Jdbi jdbi;
   private final GroupCommitter committer;
-  private final RunService runs;
+  private final RunStarts runs;
   private final IdempotencyStore idempotency;
   private final Duration changesRetention;
   private final Metrics metrics;
@@ -59,7 +59,7 @@ public final class CrmService {
    * are counted by outcome in {@code metrics}. {@code postgres}: the database is PostgreSQL (see
    * {@link RecordStatistics}).
    */
-  public CrmService(Jdbi jdbi, GroupCommitter committer, RunService runs, IdempotencyStore idempotency,
+  public CrmService(Jdbi jdbi, GroupCommitter committer, RunStarts runs, IdempotencyStore idempotency,
       Duration changesRetention, Metrics metrics, boolean postgres, Quotas quotas) {
     this.jdbi = jdbi;
     this.quotas = quotas;

@@ -3,7 +3,6 @@ package dev.runway.db;
 import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
 import com.zaxxer.hikari.metrics.micrometer.MicrometerMetricsTrackerFactory;
-import dev.runway.config.ServerSettings;
 import dev.runway.metrics.Metrics;
 import java.sql.Connection;
 import java.sql.ResultSet;
@@ -57,12 +56,12 @@ public final class Database implements AutoCloseable {
    * Opens a pool from the settings, makes H2 durable and applies the migrations. An H2 file that a
    * running server holds is used through that server (AUTO_SERVER): this is for the keys command.
    */
-  public static Database open(ServerSettings settings) {
+  public static Database open(DatabaseSettings settings) {
     return open(settings, Metrics.off());
   }
 
-  /** Like {@link #open(ServerSettings)}, counting the pool and the group commit in {@code metrics}. */
-  public static Database open(ServerSettings settings, Metrics metrics) {
+  /** Like {@link #open(DatabaseSettings)}, counting the pool and the group commit in {@code metrics}. */
+  public static Database open(DatabaseSettings settings, Metrics metrics) {
     return fromSettings(settings, false, metrics).prepared();
   }
 
@@ -73,7 +72,7 @@ public final class Database implements AutoCloseable {
    * {@link #prepare} ({@link DatabaseInUseException}). The pool and the group commit are counted in
    * {@code metrics}.
    */
-  public static Database opening(ServerSettings settings, Metrics metrics) {
+  public static Database opening(DatabaseSettings settings, Metrics metrics) {
     return fromSettings(settings, true, metrics);
   }
 
@@ -82,23 +81,23 @@ public final class Database implements AutoCloseable {
    * here (see {@link H2FileDatabase#password}); that reads a file, and only a database made before
    * Runway generated passwords is connected to, once, to set one.
    */
-  private static Database fromSettings(ServerSettings settings, boolean alone, Metrics metrics) {
+  private static Database fromSettings(DatabaseSettings settings, boolean alone, Metrics metrics) {
     if (settings.isH2()) {
       H2FileDatabase.keepServersOnLoopback(); // before H2 starts: it reads the setting once
     }
-    H2FileDatabase h2File = H2FileDatabase.of(settings.dbUrl()).orElse(null);
-    String password = h2File != null && settings.dbPassword().isEmpty()
-        ? h2File.password(settings.dbUrl(), settings.dbUser())
-        : settings.dbPassword();
+    H2FileDatabase h2File = H2FileDatabase.of(settings.url()).orElse(null);
+    String password = h2File != null && settings.password().isEmpty()
+        ? h2File.password(settings.url(), settings.user())
+        : settings.password();
     HikariConfig config = new HikariConfig();
     config.setPoolName("runway");
-    config.setJdbcUrl(settings.dbUrl());
-    config.setUsername(settings.dbUser());
+    config.setJdbcUrl(settings.url());
+    config.setUsername(settings.user());
     config.setPassword(password);
-    config.setMaximumPoolSize(settings.dbPoolSize());
-    config.setConnectionTimeout(settings.dbConnectionTimeoutMs());
+    config.setMaximumPoolSize(settings.poolSize());
+    config.setConnectionTimeout(settings.connectionTimeoutMs());
     config.setExceptionOverrideClassName(EvictBrokenConnections.class.getName());
-    if (settings.dbUrl().startsWith("jdbc:postgresql:")) {
+    if (settings.url().startsWith("jdbc:postgresql:")) {
       // A group commit's new rows go as one multi-row INSERT per table: one round trip, not one per row.
       config.addDataSourceProperty("reWriteBatchedInserts", "true");
     }

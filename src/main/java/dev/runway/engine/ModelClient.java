@@ -1,6 +1,7 @@
 package dev.runway.engine;
 
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.runway.agent.ModelOutcome;
 import dev.runway.core.Json;
 import dev.runway.outbound.OutboundHttp;
 import java.net.URI;

@@ -3,6 +3,7 @@ package dev.runway.engine;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.runway.agent.ModelOutcome;
 import dev.runway.core.Json;
 import java.time.Duration;
 import java.util.ArrayList;

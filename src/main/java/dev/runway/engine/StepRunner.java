@@ -6,6 +6,7 @@ import dev.runway.core.Json;
 import dev.runway.core.Time;
 import dev.runway.db.GroupCommitter;
 import dev.runway.run.Run;
+import dev.runway.run.WorkflowRunMachine;
 import dev.runway.workflow.Step;
 import java.time.Instant;
 import java.util.concurrent.CompletableFuture;
@@ -47,7 +48,7 @@ final class StepRunner implements RunAdvancer {
 
   @Override
   public Engine.Claim claim(Run run, Instant now) {
-    RunStateMachine m = new RunStateMachine(run, now);
+    WorkflowRunMachine m = new WorkflowRunMachine(run, now);
     boolean call = planInstantMoves(m);
     return Engine.Claim.of(m, call ? leaseForCall(m) : m.toRun(null, null), call);
   }
@@ -56,7 +57,7 @@ final class StepRunner implements RunAdvancer {
    * Makes the moves that need no waiting; returns true when the run now stands at an http step
    * whose call is due (then {@link #leaseForCall} marks the attempt and the lease before saving).
    */
-  boolean planInstantMoves(RunStateMachine m) {
+  boolean planInstantMoves(WorkflowRunMachine m) {
     return m.moveUntilWaiting(settings.approvalTimeoutSeconds());
   }
 
@@ -64,7 +65,7 @@ final class StepRunner implements RunAdvancer {
    * The run as saved when this instance takes it for an http call: the attempt recorded as started
    * (it counts from now on, whatever becomes of the call), and a lease for the call's length.
    */
-  Run leaseForCall(RunStateMachine m) {
+  Run leaseForCall(WorkflowRunMachine m) {
     Step.Http step = (Step.Http) m.definition().get(m.currentStep());
     m.startAttempt();
     return m.toRun(owner, m.now().plusMillis(step.timeoutMs()).plus(settings.lease()));
@@ -84,7 +85,7 @@ final class StepRunner implements RunAdvancer {
 
   /** One call and the move it leads to; the run of the next call, or null when the run now waits or ended. */
   private CompletableFuture<Run> callOnce(Run calling, CallMemory.Reservation room) {
-    RunStateMachine before = new RunStateMachine(calling, calling.updatedAt());
+    WorkflowRunMachine before = new WorkflowRunMachine(calling, calling.updatedAt());
     int index = before.currentStep();
     Step.Http step = (Step.Http) before.definition().get(index);
     ObjectNode body = callBody(calling, index, before.currentAttempt(), before);
@@ -107,7 +108,7 @@ final class StepRunner implements RunAdvancer {
   }
 
   private Run settle(Run calling, HttpStepCaller.Outcome outcome, CallMemory.Reservation room) {
-    RunStateMachine m = moveOn(calling, outcome);
+    WorkflowRunMachine m = moveOn(calling, outcome);
     boolean callAgain = planInstantMoves(m) && !stopping && hasRoom(m, room);
     Run next = callAgain ? leaseForCall(m) : m.toRun(null, null);
     if (next.steps().length() > MAX_STEPS_CHARS) {
@@ -124,13 +125,13 @@ final class StepRunner implements RunAdvancer {
    * Whether the run's next call fits in memory as the run now is (it grew by the answer). If not,
    * the run is saved due and unleased, and a later claim makes the call when there is room.
    */
-  private boolean hasRoom(RunStateMachine m, CallMemory.Reservation room) {
+  private boolean hasRoom(WorkflowRunMachine m, CallMemory.Reservation room) {
     return room.resize(weight(m.toRun(null, null)));
   }
 
   /** The run after the outcome of its attempt in progress. */
-  private RunStateMachine moveOn(Run calling, HttpStepCaller.Outcome outcome) {
-    RunStateMachine m = new RunStateMachine(calling, Time.now());
+  private WorkflowRunMachine moveOn(Run calling, HttpStepCaller.Outcome outcome) {
+    WorkflowRunMachine m = new WorkflowRunMachine(calling, Time.now());
     Step.Http step = (Step.Http) m.definition().get(m.currentStep());
     int attempt = m.currentAttempt();
     m.recordAttempt(outcome.succeeded() ? "succeeded" : "failed", outcome.httpStatus(), outcome.message());
@@ -146,7 +147,7 @@ final class StepRunner implements RunAdvancer {
   }
 
   /** Saves a move if the run is still as it was read; false when a caller's move (cancel, approve) came first. */
-  private boolean save(Run next, RunStateMachine m) {
+  private boolean save(Run next, WorkflowRunMachine m) {
     boolean saved = committer.commit(next.workspaceId(), tx -> m.saveIn(tx, next));
     if (!saved) {
       LOG.info("run {} changed while its http step ran; leaving it as it is now", next.id());
@@ -155,7 +156,7 @@ final class StepRunner implements RunAdvancer {
   }
 
   /** What the tool receives: the run, its inputs and the outputs of the steps before this one. */
-  private static ObjectNode callBody(Run run, int index, int attempt, RunStateMachine m) {
+  private static ObjectNode callBody(Run run, int index, int attempt, WorkflowRunMachine m) {
     ObjectNode body = Json.MAPPER.createObjectNode();
     body.put("run_id", run.id()).put("workflow", run.workflowId()).put("project", run.project())
         .put("step_index", index).put("attempt", attempt);

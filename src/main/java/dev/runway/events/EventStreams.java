@@ -7,12 +7,12 @@ import dev.runway.core.DomainException.Kind;
 import dev.runway.core.FairShares;
 import dev.runway.core.Json;
 import dev.runway.db.GroupCommitter;
-import dev.runway.engine.Event;
-import dev.runway.engine.EventDao;
-import dev.runway.engine.EventView;
 import dev.runway.http.InFlightLimit;
 import dev.runway.quota.Quota;
 import dev.runway.quota.Quotas;
+import dev.runway.run.Event;
+import dev.runway.run.EventDao;
+import dev.runway.run.RunStatus;
 import io.javalin.http.Context;
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -20,12 +20,14 @@ import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.TimeUnit;
+import java.util.stream.Collectors;
 import org.jdbi.v3.core.Jdbi;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -45,8 +47,9 @@ public final class EventStreams implements AutoCloseable {
   /** Pages one stream may read in a round before the others get their turn. */
   private static final int PAGES_PER_ROUND = 4;
   private static final byte[] OPENED = ": stream open\n\n".getBytes(StandardCharsets.UTF_8);
-  /** The events that end a run (RunStatus's ended states), after which its stream ends. */
-  private static final Set<String> RUN_ENDS = Set.of("run.succeeded", "run.failed", "run.canceled", "run.rejected");
+  /** The events that end a run, after which its stream ends. */
+  private static final Set<String> RUN_ENDS = Arrays.stream(RunStatus.values()).filter(RunStatus::isEnded)
+      .map(RunStatus::endEventType).collect(Collectors.toUnmodifiableSet());
   private static final byte[] HEARTBEAT = ": heartbeat\n\n".getBytes(StandardCharsets.UTF_8);
 
   private final Jdbi jdbi;

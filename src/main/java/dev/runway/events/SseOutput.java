@@ -1,5 +1,6 @@
 package dev.runway.events;
 
+import dev.runway.run.Event;
 import jakarta.servlet.ServletOutputStream;
 import jakarta.servlet.WriteListener;
 import java.io.IOException;

@@ -1,5 +1,6 @@
 package dev.runway.http;
 
+import dev.runway.core.RateLimiter;
 import io.javalin.http.Context;
 import java.util.Map;
 

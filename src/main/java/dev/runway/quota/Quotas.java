@@ -1,9 +1,9 @@
 package dev.runway.quota;
 
-import dev.runway.auth.WorkspaceDao;
 import dev.runway.config.Settings;
+import dev.runway.core.RateLimiter;
+import dev.runway.db.WorkspaceDao;
 import dev.runway.db.WorkspaceLocks;
-import dev.runway.http.RateLimiter;
 import java.time.Instant;
 import java.util.EnumMap;
 import java.util.Map;

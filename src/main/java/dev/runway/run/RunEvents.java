@@ -1,8 +1,6 @@
 package dev.runway.run;
 
 import dev.runway.db.Tx;
-import dev.runway.engine.Event;
-import dev.runway.engine.EventDao;
 import dev.runway.metrics.Metrics;
 import java.util.List;
 import java.util.function.Supplier;

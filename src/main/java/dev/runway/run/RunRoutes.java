@@ -6,9 +6,8 @@ import dev.runway.auth.Principal;
 import dev.runway.core.DomainException;
 import dev.runway.core.Ids;
 import dev.runway.db.Slice;
-import dev.runway.engine.Event;
-import dev.runway.engine.EventView;
 import dev.runway.events.EventStreams;
+import dev.runway.events.EventView;
 import dev.runway.http.AuthHandler;
 import dev.runway.http.JsonFields;
 import dev.runway.http.Page;
@@ -29,18 +28,14 @@ public final class RunRoutes {
   private static final Set<String> AGENT_START_FIELDS = Set.of("project", "input", "model");
   private static final Set<String> MESSAGE_PARAMS = Set.of("limit", "starting_after");
   private static final Set<String> DECISION_FIELDS = Set.of("comment");
-  private static final Set<String> EVENT_PARAMS = Set.of("limit", "starting_after");
-  private static final Set<String> STREAM_PARAMS = Set.of("starting_after");
-  private static final Set<String> ENDED = Set.of(RunStatus.SUCCEEDED.wireName(), RunStatus.FAILED.wireName(),
-      RunStatus.CANCELED.wireName(), RunStatus.REJECTED.wireName());
   private static final Set<String> LIST_PARAMS =
       Set.of("kind", "workflow", "agent", "project", "status", "created_after", "created_before", "limit", "starting_after");
   public static final String IDEMPOTENCY_KEY = "Idempotency-Key";
 
+  private final RunStarts starts;
   private final RunService runs;
   private final RequestBodies bodies;
   private final Executor requestThreads;
-  private final EventStreams streams;
   private final long maxPageBytes;
 
   /**
@@ -48,24 +43,24 @@ public final class RunRoutes {
    * so that the thread that wakes committers never writes a response (a slow client would hold it).
    * A page of runs or messages holds at most {@code maxPageBytes} of their stored JSON (at least one).
    */
-  public RunRoutes(RunService runs, RequestBodies bodies, Executor requestThreads, EventStreams streams,
+  public RunRoutes(RunStarts starts, RunService runs, RequestBodies bodies, Executor requestThreads,
       long maxPageBytes) {
+    this.starts = starts;
     this.maxPageBytes = maxPageBytes;
     this.runs = runs;
     this.bodies = bodies;
     this.requestThreads = requestThreads;
-    this.streams = streams;
   }
 
   public void start(Context ctx) {
     String workflowId = PathParams.slug(ctx, "id");
     String idempotencyKey = idempotencyKey(ctx);
     StartBody body = startBody(bodies.requiredObject(ctx));
-    RunService.StartRequest request =
-        new RunService.StartRequest(workflowId, body.project(), body.inputs(), idempotencyKey);
+    RunStarts.StartRequest request =
+        new RunStarts.StartRequest(workflowId, body.project(), body.inputs(), idempotencyKey);
     // The request thread does not wait for the commit: it serves other requests meanwhile. Under
     // load this is about a quarter more starts per second than a thread that waits (docs/performance.md).
-    respond(ctx, runs.start(AuthHandler.principal(ctx), request));
+    respond(ctx, starts.start(AuthHandler.principal(ctx), request));
   }
 
   /** POST /v1/agents/{id}/runs: starts an agent run, as durable as a workflow run's start. */
@@ -73,11 +68,11 @@ public final class RunRoutes {
     String agentId = PathParams.slug(ctx, "id");
     String idempotencyKey = idempotencyKey(ctx);
     AgentStartBody body = agentStartBody(bodies.requiredObject(ctx));
-    respond(ctx, runs.startAgent(AuthHandler.principal(ctx), new RunService.AgentStartRequest(agentId, body.project(),
+    respond(ctx, starts.startAgent(AuthHandler.principal(ctx), new RunStarts.AgentStartRequest(agentId, body.project(),
         body.input(), body.model(), idempotencyKey)));
   }
 
-  private void respond(Context ctx, CompletableFuture<RunService.Started> started) {
+  private void respond(Context ctx, CompletableFuture<RunStarts.Started> started) {
     ctx.future(() -> started.thenAcceptAsync(
         s -> Responses.maybeReplayed(ctx, s.status(), s.body(), s.replayed()), requestThreads));
   }
@@ -117,67 +112,6 @@ public final class RunRoutes {
     int after = q.integer("starting_after", -1, -1, Integer.MAX_VALUE);
     Slice<RunMessage> rows = runs.messages(AuthHandler.principal(ctx), runId(ctx), after, limit, maxPageBytes);
     Responses.json(ctx, 200, Page.of(rows, MessageView::of, m -> String.valueOf(m.index())));
-  }
-
-  /**
-   * GET /v1/runs/{runId}/events: the run's timeline, oldest first; with Accept: text/event-stream,
-   * a stream of it from its first event (or after Last-Event-ID / starting_after) that ends with the run.
-   */
-  public void events(Context ctx) {
-    if (EventStreams.wanted(ctx)) {
-      Principal caller = AuthHandler.principal(ctx);
-      Run run = runs.get(caller, runId(ctx));
-      String after = streamCursor(ctx);
-      streams.open(ctx, caller, run.id(), runs.runStreamStart(caller, after, cursorParam(ctx)),
-          ENDED.contains(run.status()));
-      return;
-    }
-    QueryParams q = QueryParams.of(ctx, EVENT_PARAMS);
-    int limit = q.integer("limit", 100, 1, 1000);
-    List<Event> rows = runs.events(AuthHandler.principal(ctx), runId(ctx), q.id("starting_after", "evt"), limit + 1);
-    Responses.json(ctx, 200, Page.of(rows, limit, EventView::of, EventView::id));
-  }
-
-  /**
-   * GET /v1/events: the workspace's events, oldest first, for pollers. Unlike other lists,
-   * next_cursor is always set (the last event seen, or the cursor given) so a poller can keep
-   * asking from there.
-   */
-  public void workspaceEvents(Context ctx) {
-    if (EventStreams.wanted(ctx)) {
-      Principal caller = AuthHandler.principal(ctx);
-      String after = streamCursor(ctx);
-      streams.open(ctx, caller, null, runs.streamStart(caller, after, cursorParam(ctx)), false);
-      return;
-    }
-    QueryParams q = QueryParams.of(ctx, EVENT_PARAMS);
-    int limit = q.integer("limit", 100, 1, 1000);
-    String after = q.id("starting_after", "evt");
-    List<Event> rows = runs.workspaceEvents(AuthHandler.principal(ctx), after, limit + 1);
-    Page<EventView> page = Page.of(rows, limit, EventView::of, EventView::id);
-    String cursor = page.data().isEmpty() ? after : page.data().get(page.data().size() - 1).id();
-    Responses.json(ctx, 200, new Page<>(page.data(), page.hasMore(), cursor));
-  }
-
-  /**
-   * Where a stream resumes: after Last-Event-ID (what an EventSource sends when it reconnects),
-   * else after starting_after, else null.
-   */
-  private static String streamCursor(Context ctx) {
-    String after = QueryParams.of(ctx, STREAM_PARAMS).id("starting_after", "evt");
-    String lastEventId = ctx.header("Last-Event-ID");
-    if (lastEventId == null || lastEventId.isBlank()) {
-      return after;
-    }
-    if (!Ids.looksLike("evt", lastEventId.strip())) {
-      throw DomainException.invalid("Last-Event-ID", "the Last-Event-ID header must be an evt_ id");
-    }
-    return lastEventId.strip();
-  }
-
-  private static String cursorParam(Context ctx) {
-    String lastEventId = ctx.header("Last-Event-ID");
-    return lastEventId == null || lastEventId.isBlank() ? "starting_after" : "Last-Event-ID";
   }
 
   private String comment(Context ctx) {
@@ -221,7 +155,8 @@ public final class RunRoutes {
     JsonFields.of(body, Set.of());
   }
 
-  private static String runId(Context ctx) {
+  /** The run id in the path; one that cannot be a run id is 404, as an unknown one is. */
+  public static String runId(Context ctx) {
     String runId = ctx.pathParam("runId");
     if (!Ids.looksLike("run", runId)) {
       throw DomainException.notFound("run_not_found", "no run '" + runId + "' in workspace '"

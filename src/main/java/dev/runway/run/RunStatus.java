@@ -1,14 +1,35 @@
 package dev.runway.run;
 
 import java.util.Arrays;
+import java.util.Locale;
 import java.util.Optional;
+import java.util.Set;
+import java.util.stream.Collectors;
 
 /** The states of a run (see the state table in docs/api.md). */
 public enum RunStatus {
   RUNNING, AWAITING_APPROVAL, SUCCEEDED, FAILED, CANCELED, REJECTED;
 
+  private static final Set<String> ENDED = Arrays.stream(values()).filter(RunStatus::isEnded)
+      .map(RunStatus::wireName).collect(Collectors.toUnmodifiableSet());
+
   public String wireName() {
-    return name().toLowerCase(java.util.Locale.ROOT);
+    return name().toLowerCase(Locale.ROOT);
+  }
+
+  /** Whether a run in this state has ended: it never changes again. */
+  public boolean isEnded() {
+    return this != RUNNING && this != AWAITING_APPROVAL;
+  }
+
+  /** Whether a run whose stored status is {@code wireName} has ended. */
+  public static boolean isEnded(String wireName) {
+    return ENDED.contains(wireName);
+  }
+
+  /** The type of the event that records a run's end in this state, e.g. run.succeeded. */
+  public String endEventType() {
+    return "run." + wireName();
   }
 
   public static Optional<RunStatus> parse(String text) {

@@ -6,7 +6,7 @@ import dev.runway.core.Json;
 import dev.runway.core.Time;
 import dev.runway.db.GroupCommitter;
 import dev.runway.db.Tx;
-import dev.runway.run.RunService;
+import dev.runway.run.RunStarts;
 import dev.runway.workflow.Workflow;
 import dev.runway.workflow.WorkflowDao;
 import java.time.Duration;
@@ -42,7 +42,7 @@ public final class TriggerProcessor implements AutoCloseable {
 
   private final Jdbi jdbi;
   private final GroupCommitter committer;
-  private final RunService runs;
+  private final RunStarts runs;
   private final Duration pollInterval;
   private final Duration lease;
   private final String owner = Ids.newId("trg");
@@ -50,7 +50,7 @@ public final class TriggerProcessor implements AutoCloseable {
   private final Thread thread;
   private volatile boolean running = true;
 
-  private TriggerProcessor(Jdbi jdbi, GroupCommitter committer, RunService runs, Duration pollInterval,
+  private TriggerProcessor(Jdbi jdbi, GroupCommitter committer, RunStarts runs, Duration pollInterval,
       Duration lease) {
     this.jdbi = jdbi;
     this.committer = committer;
@@ -66,7 +66,7 @@ public final class TriggerProcessor implements AutoCloseable {
    * it claims is its own for {@code lease} after each commit on it. {@code singleProcess} (H2): no
    * other instance shares the database, so leases left by a crash are dropped at once.
    */
-  public static TriggerProcessor start(Jdbi jdbi, GroupCommitter committer, RunService runs, Duration pollInterval,
+  public static TriggerProcessor start(Jdbi jdbi, GroupCommitter committer, RunStarts runs, Duration pollInterval,
       Duration lease, boolean singleProcess) {
     TriggerProcessor processor = new TriggerProcessor(jdbi, committer, runs, pollInterval, lease);
     if (singleProcess) {

@@ -1,6 +1,6 @@
 package dev.runway.workflow;
 
-import dev.runway.config.DefinitionFiles;
+import dev.runway.core.DefinitionFiles;
 import java.nio.file.Path;
 import java.util.List;
 

@@ -5,7 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import dev.runway.config.DefinitionFiles;
+import dev.runway.core.DefinitionFiles;
 import dev.runway.support.Api;
 import dev.runway.support.BothDatabases;
 import java.nio.file.Files;

@@ -8,8 +8,8 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import dev.runway.ServerSettings;
 import dev.runway.Services;
-import dev.runway.config.ServerSettings;
 import dev.runway.config.Settings;
 import dev.runway.config.SettingsException;
 import dev.runway.engine.Engine;

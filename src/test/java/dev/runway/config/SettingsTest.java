@@ -1,5 +1,6 @@
 package dev.runway.config;
 
+import dev.runway.ServerSettings;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNull;

@@ -55,7 +55,7 @@ class CrmTriggersTest {
   /** A processor as the engine starts one, polling often (the tests' services wake nothing). */
   static TriggerProcessor processor(Api api) {
     Database db = api.services().database();
-    return TriggerProcessor.start(db.jdbi(), db.committer(), api.services().runs(), Duration.ofMillis(20),
+    return TriggerProcessor.start(db.jdbi(), db.committer(), api.services().starts(), Duration.ofMillis(20),
         Duration.ofSeconds(30), false);
   }
 
@@ -275,7 +275,7 @@ class CrmTriggersTest {
           + "WHERE workspace_id = :ws").bind("ws", api.workspace)
           .bind("until", java.time.Instant.now().plusSeconds(1)).execute());
       Database db = api.services().database();
-      try (TriggerProcessor second = TriggerProcessor.start(db.jdbi(), db.committer(), api.services().runs(),
+      try (TriggerProcessor second = TriggerProcessor.start(db.jdbi(), db.committer(), api.services().starts(),
           Duration.ofMillis(20), Duration.ofSeconds(30), false)) {
         settled(api, api.workspace);
       }

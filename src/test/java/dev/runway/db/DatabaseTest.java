@@ -5,7 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.zaxxer.hikari.HikariDataSource;
-import dev.runway.config.ServerSettings;
+import dev.runway.ServerSettings;
 import dev.runway.support.BothDatabases;
 import dev.runway.support.TestDatabase;
 import java.io.IOException;

@@ -5,10 +5,10 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.runway.core.Ids;
-import dev.runway.engine.Event;
-import dev.runway.engine.EventDao;
-import dev.runway.support.Api;
 import dev.runway.metrics.Metrics;
+import dev.runway.run.Event;
+import dev.runway.run.EventDao;
+import dev.runway.support.Api;
 import dev.runway.support.BothDatabases;
 import java.time.Instant;
 import java.util.ArrayList;

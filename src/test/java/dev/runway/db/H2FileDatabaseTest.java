@@ -7,7 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
-import dev.runway.config.ServerSettings;
+import dev.runway.ServerSettings;
 import dev.runway.config.Settings;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -174,14 +174,14 @@ class H2FileDatabaseTest {
     assertEquals("rw-------", permissions(lock));
   }
 
-  private static ServerSettings settings(String url, String password) {
+  private static DatabaseSettings settings(String url, String password) {
     return ServerSettings.from(Settings.defaults()
         .with("db.url", url)
         .with("db.user", "sa")
         .with("db.password", password)
         .with("workflows.dir", "")
         .with("engine.enabled", "false")
-        .with("db.connection_timeout_ms", "250"));
+        .with("db.connection_timeout_ms", "250")).database();
   }
 
   private static void assertLoginRefused(String url, String password) {

@@ -1,5 +1,7 @@
 package dev.runway.engine;
 
+import dev.runway.run.EventDao;
+import dev.runway.run.WorkflowRunMachine;
 import static dev.runway.support.Problems.assertProblem;
 import static dev.runway.support.Runs.awaitStatus;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -747,8 +749,8 @@ class EngineTest {
         // A writer as the group commit runs it: the workspace's lock first, then the run and its events.
         slow.attach(WorkspaceLocks.class).lock(WorkspaceLocks.key(api.workspace));
         RunDao runs = slow.attach(RunDao.class);
-        RunStateMachine cancel = new RunStateMachine(runs.findForUpdate(api.workspace, first).orElseThrow(), Time.now());
-        cancel.cancel(RunStateMachine.ENGINE);
+        WorkflowRunMachine cancel = new WorkflowRunMachine(runs.findForUpdate(api.workspace, first).orElseThrow(), Time.now());
+        cancel.cancel(WorkflowRunMachine.ENGINE);
         assertEquals(1, runs.saveProgress(cancel.toRun(null, null)));
         try (Tx tx = new Tx(slow)) {
           EventDao.insert(tx, cancel.events());

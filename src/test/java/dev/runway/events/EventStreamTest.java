@@ -1,5 +1,6 @@
 package dev.runway.events;
 
+import dev.runway.run.Event;
 import static dev.runway.support.Problems.assertProblem;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;

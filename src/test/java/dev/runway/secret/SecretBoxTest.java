@@ -6,7 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import dev.runway.config.ServerSettings;
+import dev.runway.ServerSettings;
 import dev.runway.config.Settings;
 import dev.runway.config.SettingsException;
 import java.nio.file.Files;

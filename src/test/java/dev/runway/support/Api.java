@@ -103,19 +103,19 @@ public final class Api {
 
   /** Like {@link #test}, with some settings of the app changed (e.g. low rate limits). */
   public void testWith(java.util.function.UnaryOperator<dev.runway.config.Settings> change, HttpTest body) {
-    dev.runway.config.ServerSettings changed = dev.runway.config.ServerSettings.from(change.apply(opened.settings()));
+    dev.runway.ServerSettings changed = dev.runway.ServerSettings.from(change.apply(opened.settings()));
     JavalinTest.test(RunwayApp.create(services(), changed), (server, client) -> body.accept(new Http(client, key)));
   }
 
   /** Services of their own over this test's database, made with some settings changed (e.g. low quotas). */
   public Services servicesWith(java.util.function.UnaryOperator<dev.runway.config.Settings> change) {
-    return Services.over(services().database(), dev.runway.config.ServerSettings.from(change.apply(opened.settings())),
+    return Services.over(services().database(), dev.runway.ServerSettings.from(change.apply(opened.settings())),
         () -> { });
   }
 
   /** Like {@link #testWith}, on services of their own made with the changed settings (for settings the services read). */
   public void testWithServices(java.util.function.UnaryOperator<dev.runway.config.Settings> change, HttpTest body) {
-    dev.runway.config.ServerSettings server = dev.runway.config.ServerSettings.from(change.apply(opened.settings()));
+    dev.runway.ServerSettings server = dev.runway.ServerSettings.from(change.apply(opened.settings()));
     Services own = Services.over(services().database(), server, () -> { });
     JavalinTest.test(RunwayApp.create(own, server), (s, client) -> body.accept(new Http(client, key)));
   }
@@ -125,7 +125,7 @@ public final class Api {
    * allowed, quick retries first) and a webhook dispatcher running beside the app.
    */
   public void testWebhooks(java.util.function.UnaryOperator<dev.runway.config.Settings> change, HttpTest body) {
-    dev.runway.config.ServerSettings server = dev.runway.config.ServerSettings.from(change.apply(opened.settings()
+    dev.runway.ServerSettings server = dev.runway.ServerSettings.from(change.apply(opened.settings()
         .with("engine.http.allow_private_networks", "true")
         .with("webhooks.retry_base_ms", "50")
         .with("webhooks.poll_interval_ms", "50")));
@@ -138,7 +138,7 @@ public final class Api {
 
   /** Like {@link #testWebhooks}, the body also given the dispatcher (to look at what it holds). */
   public void testWebhooks(java.util.function.UnaryOperator<dev.runway.config.Settings> change, DispatcherTest body) {
-    dev.runway.config.ServerSettings server = dev.runway.config.ServerSettings.from(change.apply(opened.settings()
+    dev.runway.ServerSettings server = dev.runway.ServerSettings.from(change.apply(opened.settings()
         .with("engine.http.allow_private_networks", "true")
         .with("webhooks.retry_base_ms", "50")
         .with("webhooks.poll_interval_ms", "50")));
@@ -167,7 +167,7 @@ public final class Api {
     if (database != TestDatabase.POSTGRESQL) {
       throw new IllegalStateException("several instances share PostgreSQL only");
     }
-    dev.runway.db.Database second = dev.runway.db.Database.open(opened.serverSettings());
+    dev.runway.db.Database second = dev.runway.db.Database.open(opened.serverSettings().database());
     try {
       Services other = Services.over(second, opened.serverSettings(), () -> { });
       JavalinTest.test(RunwayApp.create(services(), opened.serverSettings()), (s1, c1) ->

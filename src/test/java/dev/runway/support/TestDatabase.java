@@ -1,7 +1,7 @@
 package dev.runway.support;
 
+import dev.runway.ServerSettings;
 import dev.runway.Services;
-import dev.runway.config.ServerSettings;
 import dev.runway.config.Settings;
 import dev.runway.db.Database;
 import dev.runway.engine.Engine;
@@ -47,7 +47,7 @@ public enum TestDatabase {
       ServerSettings server = ServerSettings.from(settings);
       // Metrics kept, as a server keeps them: every API test's requests and writes are counted.
       Metrics metrics = Metrics.prometheus();
-      Database database = Database.open(server, metrics);
+      Database database = Database.open(server.database(), metrics);
       opened = new Opened(settings, server, Services.over(database, server, metrics, this::wakeEngine));
       TempFiles.first(database::close); // before its files and schema go
     }

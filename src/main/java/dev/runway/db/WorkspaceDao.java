@@ -1,4 +1,4 @@
-package dev.runway.auth;
+package dev.runway.db;
 
 import java.time.Instant;
 import org.jdbi.v3.sqlobject.statement.SqlQuery;

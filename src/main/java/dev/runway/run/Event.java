@@ -1,4 +1,4 @@
-package dev.runway.engine;
+package dev.runway.run;
 
 import java.time.Instant;
 

@@ -1,4 +1,4 @@
-package dev.runway.engine;
+package dev.runway.run;
 
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.runway.core.DomainException;
@@ -6,12 +6,6 @@ import dev.runway.core.DomainException.Kind;
 import dev.runway.core.Ids;
 import dev.runway.core.Json;
 import dev.runway.db.Tx;
-import dev.runway.run.Run;
-import dev.runway.run.RunDao;
-import dev.runway.run.RunEvents;
-import dev.runway.run.RunMessage;
-import dev.runway.run.RunMessageDao;
-import dev.runway.run.RunStatus;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -21,7 +15,7 @@ import java.util.Map;
 /**
  * What every kind of run shares: its state, its approval, its error, when it is next due, and the
  * moves on them (approve, reject, cancel, expire, fail, finish), each recorded as an event. A kind
- * ({@link RunStateMachine} for workflows, {@link AgentRunMachine} for agents) adds its progress and
+ * ({@link WorkflowRunMachine} for workflows, {@link AgentRunMachine} for agents) adds its progress and
  * how it advances. {@link #toRun} and {@link #saveIn} save the new state, the events and messages of
  * the moves together, only if nobody else changed the run in between (its version).
  */
@@ -53,7 +47,7 @@ public abstract class RunMachine {
 
   /** The machine of the run's kind. */
   public static RunMachine of(Run run, Instant now) {
-    return run.isAgent() ? new AgentRunMachine(run, now) : new RunStateMachine(run, now);
+    return run.isAgent() ? new AgentRunMachine(run, now) : new WorkflowRunMachine(run, now);
   }
 
   public Instant now() {
@@ -196,11 +190,11 @@ public abstract class RunMachine {
     status = terminal;
     finishedAt = now;
     dueAt = null;
-    record("run." + terminal.wireName(), actor, null, null, data);
+    record(terminal.endEventType(), actor, null, null, data);
   }
 
   protected boolean ended() {
-    return status != RunStatus.RUNNING && status != RunStatus.AWAITING_APPROVAL;
+    return status.isEnded();
   }
 
   private void requireStatus(String action, RunStatus required) {

@@ -1,7 +1,8 @@
-package dev.runway.engine;
+package dev.runway.events;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import dev.runway.core.Json;
+import dev.runway.run.Event;
 import java.time.Instant;
 
 /** An event as the API shows it. */

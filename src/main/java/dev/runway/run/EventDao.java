@@ -1,4 +1,4 @@
-package dev.runway.engine;
+package dev.runway.run;
 
 import dev.runway.db.Jdbc;
 import dev.runway.db.Tx;

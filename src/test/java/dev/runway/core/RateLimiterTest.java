@@ -1,4 +1,4 @@
-package dev.runway.http;
+package dev.runway.core;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;

@@ -1,11 +1,13 @@
-package dev.runway.config;
+package dev.runway;
 
+import dev.runway.config.Settings;
 import dev.runway.console.ConsoleSettings;
+import dev.runway.core.RateLimiter;
 import dev.runway.crm.CrmSettings;
+import dev.runway.db.DatabaseSettings;
 import dev.runway.engine.EngineSettings;
-import dev.runway.events.StreamSettings;
 import dev.runway.engine.ModelSettings;
-import dev.runway.http.RateLimiter;
+import dev.runway.events.StreamSettings;
 import dev.runway.http.RateLimits;
 import dev.runway.metrics.MetricsSettings;
 import dev.runway.webhook.WebhookSettings;
@@ -121,6 +123,10 @@ public record ServerSettings(
     return new RateLimits(
         perKeyPerSecond == 0 ? null : new RateLimiter(perKeyPerSecond, perKeyBurst),
         authFailuresPerMinute == 0 ? null : new RateLimiter(authFailuresPerMinute / 60.0, authFailuresBurst));
+  }
+
+  public DatabaseSettings database() {
+    return new DatabaseSettings(dbUrl, dbUser, dbPassword, dbPoolSize, dbConnectionTimeoutMs);
   }
 
   public boolean isH2() {

@@ -1,12 +1,10 @@
-package dev.runway.engine;
+package dev.runway.run;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.runway.core.Json;
 import dev.runway.core.WeighedCache;
-import dev.runway.run.Run;
-import dev.runway.run.RunStatus;
 import dev.runway.workflow.Step;
 import java.time.Instant;
 import java.util.List;
@@ -17,11 +15,11 @@ import java.util.Map;
  * one after another, on top of what every run shares ({@link RunMachine}). Each move changes the
  * state in memory and records its event; they are then saved together.
  */
-public final class RunStateMachine extends RunMachine {
+public final class WorkflowRunMachine extends RunMachine {
   private final List<Step> definition;
   private final ArrayNode steps;
 
-  public RunStateMachine(Run run, Instant now) {
+  public WorkflowRunMachine(Run run, Instant now) {
     super(run, now);
     this.definition = parsedSteps(run.definition());
     this.steps = (ArrayNode) Json.tree(run.steps());

@@ -1,4 +1,4 @@
-package dev.runway.http;
+package dev.runway.core;
 
 import java.util.ArrayList;
 import java.util.List;

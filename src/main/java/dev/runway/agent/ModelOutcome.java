@@ -1,4 +1,4 @@
-package dev.runway.engine;
+package dev.runway.agent;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import dev.runway.core.Json;

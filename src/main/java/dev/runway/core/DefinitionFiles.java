@@ -1,11 +1,8 @@
-package dev.runway.config;
+package dev.runway.core;
 
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
-import dev.runway.core.DomainException;
-import dev.runway.core.Json;
-import dev.runway.core.Slugs;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;

@@ -1,16 +1,14 @@
-package dev.runway.engine;
+package dev.runway.run;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.runway.agent.AgentDefinition;
 import dev.runway.agent.AllowedModels;
+import dev.runway.agent.ModelOutcome;
 import dev.runway.agent.ToolSchemas;
 import dev.runway.core.Json;
 import dev.runway.core.WeighedCache;
-import dev.runway.run.Run;
-import dev.runway.run.RunMessage;
-import dev.runway.run.RunStatus;
 import dev.runway.usage.TokenQuota;
 import java.time.Duration;
 import java.time.Instant;
@@ -237,7 +235,7 @@ public final class AgentRunMachine extends RunMachine {
   }
 
   /** As {@link #callingModel()}, of a run's progress document. */
-  static boolean callingModel(JsonNode progress) {
+  public static boolean callingModel(JsonNode progress) {
     return progress.path("phase").asText().equals("model");
   }
 

@@ -1,0 +1,294 @@
+package dev.runway.run;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.runway.agent.Agent;
+import dev.runway.agent.AgentDefinition;
+import dev.runway.agent.AgentService;
+import dev.runway.auth.Principal;
+import dev.runway.core.DomainException;
+import dev.runway.core.DomainException.Kind;
+import dev.runway.core.Ids;
+import dev.runway.core.Json;
+import dev.runway.core.Sha256;
+import dev.runway.core.Time;
+import dev.runway.core.WeighedCache;
+import dev.runway.db.GroupCommitter;
+import dev.runway.db.Tx;
+import dev.runway.idempotency.IdempotencyStore;
+import dev.runway.quota.Quotas;
+import dev.runway.workflow.Step;
+import dev.runway.workflow.Workflow;
+import dev.runway.workflow.WorkflowService;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
+import java.util.function.Supplier;
+
+/**
+ * Starts workflow and agent runs: each start stored with its first moves and events in one commit,
+ * replayed for a retry with the same Idempotency-Key; what every run of a definition version starts
+ * with is worked out once and kept.
+ */
+public final class RunStarts {
+  private final GroupCommitter committer;
+  private final WorkflowService workflows;
+  private final AgentService agents;
+  private final IdempotencyStore idempotency;
+  private final long approvalTimeoutSeconds;
+  private final Runnable runDue;
+  private final Quotas quotas;
+  /**
+   * What a new run of each workflow starts with, by workspace and workflow id (about 2 MB): a new
+   * version of a workflow replaces its old template, which is not kept.
+   */
+  private final WeighedCache<String, Template> templates = new WeighedCache<>(2_000_000, (key, t) ->
+      key.length() + t.source().length() + t.definition().length() + t.steps().length() + 100);
+  /** Agents' parsed definitions by workspace and agent id (about 1 MB), so a start checks no schema again. */
+  private final WeighedCache<String, ParsedAgent> parsedAgents =
+      new WeighedCache<>(1_000_000, (key, p) -> key.length() + 3L * p.source().length() + 100);
+
+  /**
+   * Writes go through {@code committer} (group commit); {@code runDue} is told when a run became
+   * due now (the engine then looks at once); approval gates without a time-out of their own get
+   * {@code approvalTimeoutSeconds}.
+   */
+  public RunStarts(GroupCommitter committer, WorkflowService workflows, AgentService agents,
+      IdempotencyStore idempotency, long approvalTimeoutSeconds, Runnable runDue, Quotas quotas) {
+    this.committer = committer;
+    this.workflows = workflows;
+    this.agents = agents;
+    this.idempotency = idempotency;
+    this.approvalTimeoutSeconds = approvalTimeoutSeconds;
+    this.runDue = runDue;
+    this.quotas = quotas;
+  }
+
+  /** A start request after validation at the edge. */
+  public record StartRequest(String workflowId, String project, ObjectNode inputs, String idempotencyKey) {}
+
+  /** An agent run's start request after validation at the edge: {@code input} is text or an object; {@code model} may be null. */
+  public record AgentStartRequest(String agentId, String project, JsonNode input, String model, String idempotencyKey) {}
+
+  /** The response to send: status and JSON body, and whether it is a replay of a stored one. */
+  public record Started(int status, String body, boolean replayed) {}
+
+  /**
+   * Starts a workflow run. Without an Idempotency-Key the returned future completes once the run is
+   * committed, on the thread that wakes committers (see {@link GroupCommitter#submit}): the request
+   * thread need not wait for it. With a key, the start is settled before this returns (a concurrent
+   * twin is resolved by reading the stored response, which must not happen on that thread).
+   */
+  public CompletableFuture<Started> start(Principal caller, StartRequest request) {
+    return start(caller, request.project(), request.idempotencyKey(), () -> requestHash(request),
+        () -> firstMoves(newRun(caller, request), caller.keyId()));
+  }
+
+  /** Starts an agent run, as {@link #start} does a workflow run; 404 if the agent is missing or archived. */
+  public CompletableFuture<Started> startAgent(Principal caller, AgentStartRequest request) {
+    return start(caller, request.project(), request.idempotencyKey(), () -> requestHash(request),
+        () -> firstAgentMoves(caller, request));
+  }
+
+  private CompletableFuture<Started> start(Principal caller, String project, String idempotencyKey,
+      Supplier<String> requestHash, Supplier<Firsts> firstMoves) {
+    if (!caller.mayUseProject(project)) {
+      throw new DomainException(Kind.FORBIDDEN, "project_forbidden", "this API key may not use project '" + project + "'", "project");
+    }
+    if (idempotencyKey != null) {
+      return CompletableFuture.completedFuture(startOnce(caller, idempotencyKey, requestHash.get(), firstMoves));
+    }
+    Firsts firsts = firstMoves.get();
+    quotas.takeRunStart(caller.workspaceId());
+    String body = Json.string(RunView.of(firsts.started()));
+    return committer.submit(caller.workspaceId(), tx -> insert(tx, firsts)).thenApply(stored -> {
+      firsts.wakeEngine(runDue);
+      return new Started(200, body, false);
+    });
+  }
+
+  /**
+   * A start with an Idempotency-Key. A stored response is replayed before anything else is looked
+   * at: a retry gets what the first request got even if the workflow (or agent) was archived since.
+   */
+  private Started startOnce(Principal caller, String idempotencyKey, String requestHash, Supplier<Firsts> firstMoves) {
+    Optional<IdempotencyStore.Stored> replay = idempotency.replay(caller, idempotencyKey, requestHash);
+    if (replay.isPresent()) {
+      return new Started(replay.get().status(), replay.get().body(), true);
+    }
+    Firsts firsts = firstMoves.get();
+    quotas.takeRunStart(caller.workspaceId()); // a replay above is no new start
+    Run run = firsts.started();
+    String body = Json.string(RunView.of(run));
+    try {
+      committer.commit(caller.workspaceId(), tx -> {
+        // The key's row goes in with the run: a concurrent twin fails on it (or waits for it), then replays.
+        idempotency.store(tx, caller, idempotencyKey, requestHash, new IdempotencyStore.Stored(200, body),
+            run.createdAt());
+        return insert(tx, firsts);
+      });
+    } catch (RuntimeException e) {
+      IdempotencyStore.Stored twin = idempotency.afterFailure(e, caller, idempotencyKey, requestHash);
+      return new Started(twin.status(), twin.body(), true);
+    }
+    firsts.wakeEngine(runDue);
+    return new Started(200, body, false);
+  }
+
+  /**
+   * A new run of the workflow, not yet stored; 404 if the workflow is missing or archived. The run
+   * keeps the definition as it is now, so later edits of the workflow do not change it.
+   */
+  private Run newRun(Principal caller, StartRequest request) {
+    Workflow workflow = workflows.findActive(caller.workspaceId(), request.workflowId())
+        .orElseThrow(() -> DomainException.notFound("workflow_not_found",
+            "no workflow '" + request.workflowId() + "' in workspace '" + caller.workspaceId() + "'"));
+    return newRun(workflow, request.project(), request.inputs());
+  }
+
+  private Run newRun(Workflow workflow, String project, ObjectNode inputs) {
+    return newRun(Ids.newId("run", Time.now().toEpochMilli()), workflow, project, inputs);
+  }
+
+  private Run newRun(String runId, Workflow workflow, String project, ObjectNode inputs) {
+    Template template = template(workflow);
+    Instant now = Time.now();
+    return new Run(runId, workflow.workspaceId(), Run.WORKFLOW, workflow.id(), null,
+        project, RunStatus.RUNNING.wireName(), workflow.requiresApproval(), Json.string(inputs),
+        now, now, null, null, null, template.definition(), template.steps(),
+        workflow.requiresApproval() ? -1 : 0, now, null, null, 0);
+  }
+
+  /**
+   * Starts a run of {@code workflow} with the id {@code runId} within {@code tx}, the transaction
+   * that also marks what asked for it as done (a queued trigger request), so both commit or neither
+   * does; a second start with the same id fails on the run's primary key. {@code actor} is named by
+   * its start event. Returns whether the engine has work for it at once: then call
+   * {@link #runsBecameDue} after the commit.
+   */
+  public boolean startInTransaction(Tx tx, String runId, Workflow workflow, String project, ObjectNode inputs,
+      String actor) {
+    Firsts firsts = firstMoves(newRun(runId, workflow, project, inputs), actor);
+    insert(tx, firsts);
+    return firsts.callDue();
+  }
+
+  /** Tells the engine (and the trigger processor) that runs started by {@link #startInTransaction}, or requested, have work due now. */
+  public void runsBecameDue() {
+    runDue.run();
+  }
+
+  /**
+   * What every run of a workflow version starts with, as stored JSON: worked out once per version.
+   * {@code source} and {@code requiresApproval} are the version's, to tell whether it is still current.
+   */
+  private record Template(String source, boolean requiresApproval, String definition, String steps) {}
+
+  private Template template(Workflow workflow) {
+    String key = workflow.workspaceId() + "/" + workflow.id();
+    Template cached = templates.get(key);
+    if (cached != null && cached.requiresApproval() == workflow.requiresApproval()
+        && cached.source().equals(workflow.steps())) {
+      return cached;
+    }
+    List<Step> steps = Step.parseAll(Json.tree(workflow.steps()));
+    ObjectNode definition = Json.MAPPER.createObjectNode().put("requires_approval", workflow.requiresApproval());
+    Step.toJson(steps, definition.putArray("steps"));
+    Template made = new Template(workflow.steps(), workflow.requiresApproval(), Json.string(definition),
+        Json.string(WorkflowRunMachine.initialSteps(steps)));
+    templates.put(key, made);
+    return made;
+  }
+
+  /**
+   * A new run as it started ({@code started}, what the caller is shown) and as it is stored: moved
+   * on as far as it goes without waiting, with its events and first messages.
+   */
+  private record Firsts(Run started, Run run, List<Event> events, List<RunMessage> messages, boolean callDue) {
+    void wakeEngine(Runnable runDue) {
+      if (callDue) {
+        runDue.run();
+      }
+    }
+  }
+
+  /**
+   * The moves a new run makes at once (finish a run without steps, stop at an approval gate, start
+   * a delay) are made here and stored with the run in its first commit; the engine takes over when
+   * the run stands at an http step or has to wait. The caller still gets the run as it started:
+   * {@code running}.
+   */
+  private Firsts firstMoves(Run run, String actor) {
+    WorkflowRunMachine machine = new WorkflowRunMachine(run, run.createdAt());
+    boolean callDue = machine.moveUntilWaiting(approvalTimeoutSeconds);
+    List<Event> events = new ArrayList<>();
+    events.add(WorkflowRunMachine.started(run, actor));
+    events.addAll(machine.events());
+    return new Firsts(run, machine.toRun(null, null), events, List.of(), callDue);
+  }
+
+  /**
+   * A new agent run: the agent as it is now, the model it asks for (the request's, or the agent's),
+   * its first messages (instructions and input); its first model call is due at once, unless the
+   * agent requires approval to start. Refused when the model is not allowed or the workspace's
+   * tokens of the day are used up (see AgentService#checkStart).
+   */
+  private Firsts firstAgentMoves(Principal caller, AgentStartRequest request) {
+    Agent agent = agents.get(caller.workspaceId(), request.agentId());
+    if (agent.archived()) {
+      throw DomainException.notFound("agent_not_found", "no agent '" + request.agentId() + "' in workspace '"
+          + caller.workspaceId() + "'");
+    }
+    AgentDefinition definition = agentDefinition(agent);
+    Instant now = Time.now();
+    agents.checkStart(caller.workspaceId(), definition, request.model(), now);
+    Run run = new Run(Ids.newId("run", now.toEpochMilli()), caller.workspaceId(), Run.AGENT, null, agent.id(),
+        request.project(), RunStatus.RUNNING.wireName(), definition.requiresApproval(), Json.string(request.input()),
+        now, now, null, null, null,
+        AgentRunMachine.definitionJson(definition, request.model() != null ? request.model() : definition.model()),
+        AgentRunMachine.initialProgress(now.plusSeconds(definition.limits().timeoutSeconds())),
+        definition.requiresApproval() ? -1 : 0, now, null, null, 0);
+    AgentRunMachine machine = new AgentRunMachine(run, now);
+    machine.begin(request.input());
+    boolean callDue = machine.moveUntilWaiting(approvalTimeoutSeconds, 1) != AgentRunMachine.Next.NOTHING;
+    List<Event> events = new ArrayList<>();
+    events.add(RunMachine.started(run, caller.keyId()));
+    events.addAll(machine.events());
+    return new Firsts(run, machine.toRun(null, null), events, machine.messages(), callDue);
+  }
+
+  /** An agent's definition, parsed (its schemas checked) once per version of the agent. */
+  private AgentDefinition agentDefinition(Agent agent) {
+    String key = agent.workspaceId() + "/" + agent.id();
+    ParsedAgent cached = parsedAgents.get(key);
+    if (cached != null && cached.source().equals(agent.definition())) {
+      return cached.definition();
+    }
+    AgentDefinition parsed = AgentDefinition.of(agent);
+    parsedAgents.put(key, new ParsedAgent(agent.definition(), parsed));
+    return parsed;
+  }
+
+  private record ParsedAgent(String source, AgentDefinition definition) {}
+
+  private static Run insert(Tx tx, Firsts firsts) {
+    RunDao.insert(tx, firsts.run());
+    RunEvents.store(tx, firsts.run(), firsts.events());
+    RunMessageDao.insert(tx, firsts.messages());
+    return firsts.run();
+  }
+
+  private static String requestHash(StartRequest request) {
+    String canonical = "POST /v1/workflows/" + request.workflowId() + "/runs\n" + request.project() + "\n"
+        + Json.canonical(request.inputs());
+    return Sha256.hex(canonical);
+  }
+
+  private static String requestHash(AgentStartRequest request) {
+    String canonical = "POST /v1/agents/" + request.agentId() + "/runs\n" + request.project() + "\n"
+        + Json.canonical(request.input()) + "\n" + (request.model() == null ? "" : request.model());
+    return Sha256.hex(canonical);
+  }
+}
