@@ -2,12 +2,9 @@ package dev.runway.run;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
-import dev.runway.auth.Principal;
 import dev.runway.core.DomainException;
 import dev.runway.core.Ids;
 import dev.runway.db.Slice;
-import dev.runway.events.EventStreams;
-import dev.runway.events.EventView;
 import dev.runway.http.AuthHandler;
 import dev.runway.http.JsonFields;
 import dev.runway.http.Page;
