@@ -5,7 +5,7 @@ import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.runway.core.DomainException;
 import dev.runway.core.Json;
-import dev.runway.http.JsonFields;
+import dev.runway.core.JsonFields;
 import dev.runway.outbound.CallTargets;
 import dev.runway.secret.SecretReferences;
 import java.util.ArrayList;

@@ -5,9 +5,8 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.runway.core.DomainException;
 import dev.runway.core.DomainException.Kind;
 import dev.runway.core.Json;
+import dev.runway.core.JsonFields;
 import dev.runway.core.Time;
-import dev.runway.http.JsonFields;
-import dev.runway.http.RequestBodies;
 import java.time.Instant;
 import java.time.OffsetDateTime;
 import java.time.format.DateTimeParseException;
@@ -56,7 +55,7 @@ public record SyncRequest(boolean replace, List<Item> items) {
           + " records");
     }
     if (!records.isArray()) {
-      throw DomainException.invalid("records", "records must be an array, not " + RequestBodies.kind(records));
+      throw DomainException.invalid("records", "records must be an array, not " + Json.kindOf(records));
     }
     if (records.isEmpty() || records.size() > CrmSettings.MAX_BATCH) {
       throw DomainException.invalid("records", "records must hold 1 to " + CrmSettings.MAX_BATCH + " records, not "
@@ -81,7 +80,7 @@ public record SyncRequest(boolean replace, List<Item> items) {
     String externalId = node.path("external_id").isTextual() ? node.get("external_id").textValue() : null;
     try {
       if (!node.isObject()) {
-        throw DomainException.invalid(at, at + " must be an object with an external_id, not " + RequestBodies.kind(node));
+        throw DomainException.invalid(at, at + " must be an object with an external_id, not " + Json.kindOf(node));
       }
       JsonFields fields = JsonFields.of((ObjectNode) node, RECORD_FIELDS, at + ".");
       checkExternalId(node.get("external_id"), at + ".external_id");
@@ -107,7 +106,7 @@ public record SyncRequest(boolean replace, List<Item> items) {
       throw DomainException.invalid(at, at + " is required: your system's id of the record");
     }
     if (!id.isTextual()) {
-      throw DomainException.invalid(at, at + " must be a string, not " + RequestBodies.kind(id));
+      throw DomainException.invalid(at, at + " must be a string, not " + Json.kindOf(id));
     }
     String why = externalIdFault(id.textValue());
     if (why != null) {

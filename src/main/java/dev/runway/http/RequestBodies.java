@@ -122,21 +122,8 @@ public final class RequestBodies {
       throw new ApiException(400, "invalid_json", "the request body is empty; send a JSON object");
     }
     if (!node.isObject()) {
-      throw new ApiException(400, "invalid_json", "the request body must be a JSON object, not " + kind(node));
+      throw new ApiException(400, "invalid_json", "the request body must be a JSON object, not " + Json.kindOf(node));
     }
     return (ObjectNode) node;
-  }
-
-  /** How a JSON value is named in error messages: "an array", "a string", ... */
-  public static String kind(JsonNode node) {
-    return switch (node.getNodeType()) {
-      case ARRAY -> "an array";
-      case OBJECT -> "an object";
-      case STRING -> "a string";
-      case NUMBER -> "a number";
-      case BOOLEAN -> "a boolean";
-      case NULL -> "null";
-      default -> "something else";
-    };
   }
 }

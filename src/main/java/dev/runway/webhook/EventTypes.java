@@ -2,7 +2,7 @@ package dev.runway.webhook;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import dev.runway.core.DomainException;
-import dev.runway.http.RequestBodies;
+import dev.runway.core.Json;
 import java.util.ArrayList;
 import java.util.LinkedHashSet;
 import java.util.List;
@@ -26,7 +26,7 @@ public final class EventTypes {
           + "\"run.*\"] or [\"*\"]");
     }
     if (!node.isArray()) {
-      throw DomainException.invalid(param, param + " must be an array, not " + RequestBodies.kind(node));
+      throw DomainException.invalid(param, param + " must be an array, not " + Json.kindOf(node));
     }
     if (node.isEmpty() || node.size() > MAX) {
       throw DomainException.invalid(param, param + " must list 1 to " + MAX + " event types");

@@ -5,8 +5,7 @@ import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.runway.core.DomainException;
 import dev.runway.core.Json;
-import dev.runway.http.JsonFields;
-import dev.runway.http.RequestBodies;
+import dev.runway.core.JsonFields;
 import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
@@ -65,7 +64,7 @@ public record Trigger(String objectType, boolean onCreated, boolean onUpdated, b
       throw DomainException.invalid(at, at + " is required: " + rule);
     }
     if (!on.isArray() || on.isEmpty()) {
-      throw DomainException.invalid(at, rule + ", not " + RequestBodies.kind(on));
+      throw DomainException.invalid(at, rule + ", not " + Json.kindOf(on));
     }
     Set<String> changes = new HashSet<>();
     for (JsonNode change : on) {

@@ -3,7 +3,7 @@ package dev.runway.workflow;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.runway.core.Json;
-import dev.runway.http.JsonFields;
+import dev.runway.core.JsonFields;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;

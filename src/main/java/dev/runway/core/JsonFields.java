@@ -1,9 +1,7 @@
-package dev.runway.http;
+package dev.runway.core;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
-import dev.runway.core.DomainException;
-import dev.runway.core.Slugs;
 import java.util.Iterator;
 import java.util.Set;
 
@@ -27,7 +25,7 @@ public final class JsonFields {
     while (names.hasNext()) {
       String name = names.next();
       if (!allowed.contains(name)) {
-        throw new ApiException(400, "unknown_parameter",
+        throw new DomainException(DomainException.Kind.INVALID, "unknown_parameter",
             "unknown field '" + prefix + name + "'; allowed: " + String.join(", ", allowed.stream().sorted().toList()),
             prefix + name);
       }
@@ -46,7 +44,7 @@ public final class JsonFields {
       throw DomainException.invalid(prefix + name, prefix + name + " is required");
     }
     if (!node.isTextual()) {
-      throw DomainException.invalid(prefix + name, prefix + name + " must be a string, not " + RequestBodies.kind(node));
+      throw DomainException.invalid(prefix + name, prefix + name + " must be a string, not " + Json.kindOf(node));
     }
     if (!Slugs.isSlug(node.textValue())) {
       throw DomainException.invalid(prefix + name, prefix + name + " must be a slug: " + Slugs.RULE);
@@ -60,7 +58,7 @@ public final class JsonFields {
       return fallback;
     }
     if (!node.isTextual()) {
-      throw DomainException.invalid(prefix + name, prefix + name + " must be a string, not " + RequestBodies.kind(node));
+      throw DomainException.invalid(prefix + name, prefix + name + " must be a string, not " + Json.kindOf(node));
     }
     if (node.textValue().length() > maxLength) {
       throw DomainException.invalid(prefix + name, prefix + name + " must be at most " + maxLength + " characters");
@@ -78,7 +76,7 @@ public final class JsonFields {
       return fallback;
     }
     if (!node.isBoolean()) {
-      throw DomainException.invalid(prefix + name, prefix + name + " must be true or false, not " + RequestBodies.kind(node));
+      throw DomainException.invalid(prefix + name, prefix + name + " must be true or false, not " + Json.kindOf(node));
     }
     return node.booleanValue();
   }
@@ -100,7 +98,7 @@ public final class JsonFields {
       return body.objectNode();
     }
     if (!node.isObject()) {
-      throw DomainException.invalid(prefix + name, prefix + name + " must be a JSON object, not " + RequestBodies.kind(node));
+      throw DomainException.invalid(prefix + name, prefix + name + " must be a JSON object, not " + Json.kindOf(node));
     }
     return (ObjectNode) node;
   }
@@ -111,7 +109,7 @@ public final class JsonFields {
       return body.arrayNode();
     }
     if (!node.isArray()) {
-      throw DomainException.invalid(prefix + name, prefix + name + " must be an array, not " + RequestBodies.kind(node));
+      throw DomainException.invalid(prefix + name, prefix + name + " must be an array, not " + Json.kindOf(node));
     }
     return node;
   }
