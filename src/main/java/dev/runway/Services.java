@@ -10,6 +10,7 @@ import dev.runway.idempotency.IdempotencyStore;
 import dev.runway.metrics.Metrics;
 import dev.runway.quota.Quotas;
 import dev.runway.events.EventReads;
+import dev.runway.run.RunMachines;
 import dev.runway.run.RunService;
 import dev.runway.run.RunStarts;
 import dev.runway.secret.SecretBox;
@@ -39,9 +40,10 @@ public record Services(Database database, ApiKeyService keys, WorkflowService wo
     AgentService agents = new AgentService(database.jdbi(), settings.model().allowed(),
         new TokenQuota(database.jdbi(), settings.model().tokensPerWorkspacePerDay()), quotas);
     IdempotencyStore idempotency = new IdempotencyStore(database.jdbi(), settings.idempotencyTtl());
+    RunMachines machines = new RunMachines();
     RunStarts starts = new RunStarts(database.committer(), workflows, agents, idempotency,
-        settings.engine().approvalTimeoutSeconds(), runDue, quotas);
-    RunService runs = new RunService(database.jdbi(), database.committer(), runDue);
+        settings.engine().approvalTimeoutSeconds(), runDue, quotas, machines);
+    RunService runs = new RunService(database.jdbi(), database.committer(), machines, runDue);
     SecretService secrets = new SecretService(database.jdbi(),
         () -> SecretBox.load(settings.secretsKey(), settings.secretsKeyFile()), quotas);
     return new Services(

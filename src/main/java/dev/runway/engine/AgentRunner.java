@@ -7,8 +7,10 @@ import dev.runway.agent.ModelOutcome;
 import dev.runway.core.Json;
 import dev.runway.core.Time;
 import dev.runway.db.GroupCommitter;
+import dev.runway.db.Tx;
 import dev.runway.run.AgentRunMachine;
 import dev.runway.run.Run;
+import dev.runway.run.RunMachines;
 import dev.runway.run.RunMessage;
 import dev.runway.run.RunMessageDao;
 import dev.runway.usage.TokenQuota;
@@ -29,38 +31,32 @@ import org.slf4j.LoggerFactory;
  * which is made again after the restart (a tool call with the same Idempotency-Key). The calls hold
  * no thread while they wait; their answers are taken up on {@code executor}.
  */
-final class AgentRunner implements RunAdvancer {
+final class AgentRunner extends CallingRunner<AgentRunMachine> {
   private static final Logger LOG = LoggerFactory.getLogger(AgentRunner.class);
   /** The room a model call's answer holds from the start: more is taken as a larger one arrives. */
   static final int MODEL_ANSWER_ROOM = 8 * 1024;
 
   private final Jdbi jdbi;
-  private final GroupCommitter committer;
-  private final EngineSettings settings;
   private final ModelSettings modelSettings;
   private final ModelClient model;
   private final AgentToolCaller tools;
-  private final String owner;
-  private final Executor executor;
+  private final RunMachines machines;
   private final TokenQuota tokens;
-  private volatile boolean stopping;
 
   AgentRunner(Jdbi jdbi, GroupCommitter committer, EngineSettings settings, ModelSettings modelSettings,
-      ModelClient model, AgentToolCaller tools, String owner, Executor executor) {
+      ModelClient model, AgentToolCaller tools, RunMachines machines, String owner, Executor executor) {
+    super(committer, settings, owner, executor);
     this.jdbi = jdbi;
-    this.committer = committer;
-    this.settings = settings;
     this.modelSettings = modelSettings;
     this.model = model;
     this.tools = tools;
-    this.owner = owner;
-    this.executor = executor;
+    this.machines = machines;
     this.tokens = new TokenQuota(jdbi, modelSettings.tokensPerWorkspacePerDay());
   }
 
   @Override
   public Engine.Claim claim(Run run, Instant now) {
-    AgentRunMachine m = new AgentRunMachine(run, now);
+    AgentRunMachine m = machines.agent(run, now);
     AgentRunMachine.Next next = moveUntilWaiting(m);
     return Engine.Claim.of(m, next == AgentRunMachine.Next.NOTHING ? m.toRun(null, null) : lease(m, next),
         next != AgentRunMachine.Next.NOTHING);
@@ -106,13 +102,6 @@ final class AgentRunner implements RunAdvancer {
     return m.toRun(owner, m.now().plus(length).plus(settings.lease()));
   }
 
-  @Override
-  public CompletableFuture<Void> call(Run calling, CallMemory.Reservation room) {
-    return CompletableFuture.supplyAsync(() -> callOnce(calling, room), executor)
-        .thenCompose(answered -> answered)
-        .thenCompose(next -> next == null ? CompletableFuture.completedFuture(null) : call(next, room));
-  }
-
   /**
    * A call also holds the transcript a model call sends (read, then written into the request). A tool
    * call holds room for the largest answer; a model call for {@link #MODEL_ANSWER_ROOM}, and more as
@@ -127,13 +116,8 @@ final class AgentRunner implements RunAdvancer {
   }
 
   @Override
-  public void stop() {
-    stopping = true;
-  }
-
-  /** One call and the move it leads to; the run of the next call, or null when the run now waits or ended. */
-  private CompletableFuture<Run> callOnce(Run calling, CallMemory.Reservation room) {
-    AgentRunMachine before = new AgentRunMachine(calling, calling.updatedAt());
+  protected CompletableFuture<Run> callOnce(Run calling, CallMemory.Reservation room) {
+    AgentRunMachine before = machines.agent(calling, calling.updatedAt());
     Duration left = before.timeLeft();
     if (before.callingModel()) {
       List<RunMessage> transcript = jdbi.withExtension(RunMessageDao.class, dao -> dao.all(calling.id()));
@@ -171,21 +155,19 @@ final class AgentRunner implements RunAdvancer {
 
   /** Records what came of the call, makes the moves that follow, and saves them with the next call's start. */
   private Run settle(Run calling, CallMemory.Reservation room, java.util.function.Consumer<AgentRunMachine> outcome) {
-    AgentRunMachine m = new AgentRunMachine(calling, Time.now());
+    AgentRunMachine m = machines.agent(calling, Time.now());
     outcome.accept(m);
     AgentRunMachine.Next next = moveUntilWaiting(m);
-    boolean callAgain = next != AgentRunMachine.Next.NOTHING && !stopping
+    boolean callAgain = next != AgentRunMachine.Next.NOTHING && !stopping()
         && room.resize(weight(m.toRun(null, null)));
     Run save = callAgain ? lease(m, next) : m.toRun(null, null);
-    // The answer's tokens count even when the run changed meanwhile (canceled): the model used them.
-    boolean saved = committer.commit(save.workspaceId(), tx -> {
-      TokenQuota.add(tx, save.workspaceId(), m.now(), m.newTokens());
-      return m.saveIn(tx, save);
-    });
-    if (!saved) {
-      LOG.info("run {} changed while its call was out; leaving it as it is now", save.id());
-    }
-    return saved && callAgain ? save : null;
+    return save(save, m) && callAgain ? save : null;
+  }
+
+  /** The answer's tokens count even when the run changed meanwhile (canceled): the model used them. */
+  @Override
+  protected void saveAlso(Tx tx, AgentRunMachine m) {
+    TokenQuota.add(tx, m.workspaceId(), m.now(), m.newTokens());
   }
 
   /** Exponential backoff with jitter from agents.model.retry_base_ms, at least what Retry-After asked. */

@@ -10,6 +10,7 @@ import dev.runway.outbound.OutboundHttp;
 import dev.runway.run.Run;
 import dev.runway.run.RunDao;
 import dev.runway.run.RunMachine;
+import dev.runway.run.RunMachines;
 import dev.runway.secret.SecretSource;
 import java.time.Instant;
 import java.util.ArrayList;
@@ -84,12 +85,13 @@ public final class Engine implements AutoCloseable {
       t.setDaemon(true);
       return t;
     });
+    RunMachines machines = new RunMachines();
     this.steps = new StepRunner(committer, settings,
-        new HttpStepCaller(outbound, secrets, settings.maxResponseBytes()), owner, workers);
+        new HttpStepCaller(outbound, secrets, settings.maxResponseBytes()), machines, owner, workers);
     // One trusted endpoint serves every model call: it is bounded by the calls in flight, not per host.
     this.model = ModelClient.of(modelSettings, settings.maxCallsInFlight(), settings.maxCallsInFlight());
     this.agents = new AgentRunner(jdbi, committer, settings, modelSettings, model,
-        new AgentToolCaller(outbound, secrets, settings.maxResponseBytes()), owner, workers);
+        new AgentToolCaller(outbound, secrets, settings.maxResponseBytes()), machines, owner, workers);
     this.dispatcher = new Thread(this::dispatch, "runway-engine-dispatcher");
     this.dispatcher.setDaemon(true);
   }

@@ -6,13 +6,12 @@ import dev.runway.core.Json;
 import dev.runway.core.Time;
 import dev.runway.db.GroupCommitter;
 import dev.runway.run.Run;
+import dev.runway.run.RunMachines;
 import dev.runway.run.WorkflowRunMachine;
 import dev.runway.workflow.Step;
 import java.time.Instant;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Executor;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
 
 /**
  * Moves runs forward. {@link #planInstantMoves} makes every move that needs no waiting (pass a
@@ -22,8 +21,7 @@ import org.slf4j.LoggerFactory;
  * move is saved before the next call, so a crash loses at most the call in progress, which is then
  * made again (hence the Idempotency-Key it sends) if the step has attempts left.
  */
-final class StepRunner implements RunAdvancer {
-  private static final Logger LOG = LoggerFactory.getLogger(StepRunner.class);
+final class StepRunner extends CallingRunner<WorkflowRunMachine> {
   /**
    * The most a run's step progress (outputs and attempts) may take, in characters: half of what its
    * column holds, so that a run can always record why it failed. A step whose answer would take it
@@ -31,24 +29,19 @@ final class StepRunner implements RunAdvancer {
    */
   static final int MAX_STEPS_CHARS = 512 * 1024;
 
-  private final GroupCommitter committer;
-  private final EngineSettings settings;
   private final HttpStepCaller caller;
-  private final String owner;
-  private final Executor executor;
-  private volatile boolean stopping;
+  private final RunMachines machines;
 
-  StepRunner(GroupCommitter committer, EngineSettings settings, HttpStepCaller caller, String owner, Executor executor) {
-    this.committer = committer;
-    this.settings = settings;
+  StepRunner(GroupCommitter committer, EngineSettings settings, HttpStepCaller caller, RunMachines machines,
+      String owner, Executor executor) {
+    super(committer, settings, owner, executor);
     this.caller = caller;
-    this.owner = owner;
-    this.executor = executor;
+    this.machines = machines;
   }
 
   @Override
   public Engine.Claim claim(Run run, Instant now) {
-    WorkflowRunMachine m = new WorkflowRunMachine(run, now);
+    WorkflowRunMachine m = machines.workflow(run, now);
     boolean call = planInstantMoves(m);
     return Engine.Claim.of(m, call ? leaseForCall(m) : m.toRun(null, null), call);
   }
@@ -77,15 +70,8 @@ final class StepRunner implements RunAdvancer {
    * and the run is taken up again).
    */
   @Override
-  public CompletableFuture<Void> call(Run calling, CallMemory.Reservation room) {
-    return CompletableFuture.supplyAsync(() -> callOnce(calling, room), executor)
-        .thenCompose(answered -> answered)
-        .thenCompose(next -> next == null ? CompletableFuture.completedFuture(null) : call(next, room));
-  }
-
-  /** One call and the move it leads to; the run of the next call, or null when the run now waits or ended. */
-  private CompletableFuture<Run> callOnce(Run calling, CallMemory.Reservation room) {
-    WorkflowRunMachine before = new WorkflowRunMachine(calling, calling.updatedAt());
+  protected CompletableFuture<Run> callOnce(Run calling, CallMemory.Reservation room) {
+    WorkflowRunMachine before = machines.workflow(calling, calling.updatedAt());
     int index = before.currentStep();
     Step.Http step = (Step.Http) before.definition().get(index);
     ObjectNode body = callBody(calling, index, before.currentAttempt(), before);
@@ -98,24 +84,15 @@ final class StepRunner implements RunAdvancer {
     return CallMemory.weight(run, settings.maxResponseBytes());
   }
 
-  /**
-   * From now on, a run whose call has been answered is saved without starting its next call: the
-   * next start (or another instance) makes it, and no attempt is cut off by this stop.
-   */
-  @Override
-  public void stop() {
-    stopping = true;
-  }
-
   private Run settle(Run calling, HttpStepCaller.Outcome outcome, CallMemory.Reservation room) {
     WorkflowRunMachine m = moveOn(calling, outcome);
-    boolean callAgain = planInstantMoves(m) && !stopping && hasRoom(m, room);
+    boolean callAgain = planInstantMoves(m) && !stopping() && hasRoom(m, room);
     Run next = callAgain ? leaseForCall(m) : m.toRun(null, null);
     if (next.steps().length() > MAX_STEPS_CHARS) {
       m = moveOn(calling, HttpStepCaller.Outcome.fail(outcome.httpStatus(), "HTTP " + outcome.httpStatus()
           + " but the answer cannot be kept: with it, the run's step outputs and attempts would take over "
           + MAX_STEPS_CHARS + " characters"));
-      callAgain = planInstantMoves(m) && !stopping && hasRoom(m, room);
+      callAgain = planInstantMoves(m) && !stopping() && hasRoom(m, room);
       next = callAgain ? leaseForCall(m) : m.toRun(null, null);
     }
     return save(next, m) && callAgain ? next : null;
@@ -131,7 +108,7 @@ final class StepRunner implements RunAdvancer {
 
   /** The run after the outcome of its attempt in progress. */
   private WorkflowRunMachine moveOn(Run calling, HttpStepCaller.Outcome outcome) {
-    WorkflowRunMachine m = new WorkflowRunMachine(calling, Time.now());
+    WorkflowRunMachine m = machines.workflow(calling, Time.now());
     Step.Http step = (Step.Http) m.definition().get(m.currentStep());
     int attempt = m.currentAttempt();
     m.recordAttempt(outcome.succeeded() ? "succeeded" : "failed", outcome.httpStatus(), outcome.message());
@@ -144,15 +121,6 @@ final class StepRunner implements RunAdvancer {
       m.failStep(outcome.httpStatus(), why);
     }
     return m;
-  }
-
-  /** Saves a move if the run is still as it was read; false when a caller's move (cancel, approve) came first. */
-  private boolean save(Run next, WorkflowRunMachine m) {
-    boolean saved = committer.commit(next.workspaceId(), tx -> m.saveIn(tx, next));
-    if (!saved) {
-      LOG.info("run {} changed while its http step ran; leaving it as it is now", next.id());
-    }
-    return saved;
   }
 
   /** What the tool receives: the run, its inputs and the outputs of the steps before this one. */

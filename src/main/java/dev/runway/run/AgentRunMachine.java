@@ -8,7 +8,6 @@ import dev.runway.agent.AllowedModels;
 import dev.runway.agent.ModelOutcome;
 import dev.runway.agent.ToolSchemas;
 import dev.runway.core.Json;
-import dev.runway.core.WeighedCache;
 import dev.runway.usage.TokenQuota;
 import java.time.Duration;
 import java.time.Instant;
@@ -43,30 +42,28 @@ public final class AgentRunMachine extends RunMachine {
   /** What an agent run started with: the agent as it was, and the model it asks for. */
   public record Definition(AgentDefinition agent, String model) {}
 
-  /** Definitions are shared by the runs of an agent version: each is parsed (its schemas too) once. */
-  private static final WeighedCache<String, Definition> PARSED =
-      new WeighedCache<>(3_000_000, (text, d) -> 4L * text.length());
-
   private final Definition definition;
   private final ObjectNode state;
   /** Tokens of the answers this machine recorded, to count in the workspace's usage of the day when saved. */
   private long newTokens;
 
+  /** The machine of {@code run}, its definition parsed now (see {@link RunMachines}, which keeps them parsed). */
   public AgentRunMachine(Run run, Instant now) {
+    this(run, now, parse(run.definition(), run.agentId()));
+  }
+
+  /** The machine of {@code run}, whose definition parsed is {@code definition}. */
+  AgentRunMachine(Run run, Instant now, Definition definition) {
     super(run, now);
-    this.definition = parsed(run.definition(), run.agentId());
+    this.definition = definition;
     this.state = (ObjectNode) Json.tree(run.steps());
   }
 
-  private static Definition parsed(String text, String agentId) {
-    Definition d = PARSED.get(text);
-    if (d == null) {
-      JsonNode json = Json.tree(text);
-      d = new Definition(AgentDefinition.stored(agentId, (ObjectNode) json.get("agent").deepCopy()),
-          json.get("model").asText());
-      PARSED.put(text, d);
-    }
-    return d;
+  /** The agent and model of a run's stored definition (its schemas checked). */
+  static Definition parse(String text, String agentId) {
+    JsonNode json = Json.tree(text);
+    return new Definition(AgentDefinition.stored(agentId, (ObjectNode) json.get("agent").deepCopy()),
+        json.get("model").asText());
   }
 
   /** The definition a new run stores. */
@@ -132,20 +129,7 @@ public final class AgentRunMachine extends RunMachine {
    */
   public Next moveUntilWaiting(long approvalTimeoutSeconds, int maxModelAttempts) {
     while (true) {
-      if (ended()) {
-        dueAt = null;
-        return Next.NOTHING;
-      }
-      if (status == RunStatus.AWAITING_APPROVAL) {
-        if (approvalTimedOut()) {
-          expireApproval();
-          continue;
-        }
-        dueAt = Instant.parse(approval.path("expires_at").asText());
-        return Next.NOTHING;
-      }
-      if (currentStep < 0) {
-        awaitApproval(approvalTimeoutSeconds, null);
+      if (!mayAdvance(approvalTimeoutSeconds)) {
         return Next.NOTHING;
       }
       if (!now.isBefore(deadline())) {

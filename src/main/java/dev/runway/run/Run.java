@@ -33,7 +33,49 @@ public record Run(
   public static final String WORKFLOW = "workflow";
   public static final String AGENT = "agent";
 
+  /**
+   * A new workflow run, running from now: due at once, or waiting at its start's approval gate
+   * ({@code currentStep} -1) when the workflow requires approval.
+   */
+  public static Run newWorkflowRun(String id, String workspaceId, String workflowId, String project,
+      boolean requiresApproval, String inputs, Instant now, String definition, String steps) {
+    return newRun(id, workspaceId, WORKFLOW, workflowId, null, project, requiresApproval, inputs, now, definition,
+        steps);
+  }
+
+  /** A new agent run, as {@link #newWorkflowRun}; {@code input} is its input, {@code progress} its progress document. */
+  public static Run newAgentRun(String id, String workspaceId, String agentId, String project,
+      boolean requiresApproval, String input, Instant now, String definition, String progress) {
+    return newRun(id, workspaceId, AGENT, null, agentId, project, requiresApproval, input, now, definition, progress);
+  }
+
+  private static Run newRun(String id, String workspaceId, String kind, String workflowId, String agentId,
+      String project, boolean requiresApproval, String inputs, Instant now, String definition, String steps) {
+    return new Run(id, workspaceId, kind, workflowId, agentId, project, RunStatus.RUNNING.wireName(),
+        requiresApproval, inputs, now, now, null, null, null, definition, steps, requiresApproval ? -1 : 0, now, null,
+        null, 0);
+  }
+
+  /** The next version of this run: the same run (id, kind, inputs, definition) in a new state. */
+  public Run next(RunStatus status, Instant updatedAt, Instant finishedAt, String approval, String error,
+      String steps, int currentStep, Instant dueAt, String leaseOwner, Instant leaseUntil) {
+    return new Run(id, workspaceId, kind, workflowId, agentId, project, status.wireName(), requiresApproval, inputs,
+        createdAt, updatedAt, finishedAt, approval, error, definition, steps, currentStep, dueAt, leaseOwner,
+        leaseUntil, version + 1);
+  }
+
+  /** This run with its inputs and definition replaced (to show a run whose stored documents are broken). */
+  public Run withDocuments(String inputs, String definition) {
+    return new Run(id, workspaceId, kind, workflowId, agentId, project, status, requiresApproval, inputs, createdAt,
+        updatedAt, finishedAt, approval, error, definition, steps, currentStep, dueAt, leaseOwner, leaseUntil, version);
+  }
+
   public boolean isAgent() {
     return AGENT.equals(kind);
+  }
+
+  /** Whether the run has ended: it never changes again. */
+  public boolean isEnded() {
+    return RunStatus.isEnded(status);
   }
 }

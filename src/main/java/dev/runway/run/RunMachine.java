@@ -45,7 +45,7 @@ public abstract class RunMachine {
     this.finishedAt = run.finishedAt();
   }
 
-  /** The machine of the run's kind. */
+  /** The machine of the run's kind, its definition parsed now (see {@link RunMachines}, which keeps them parsed). */
   public static RunMachine of(Run run, Instant now) {
     return run.isAgent() ? new AgentRunMachine(run, now) : new WorkflowRunMachine(run, now);
   }
@@ -68,10 +68,8 @@ public abstract class RunMachine {
 
   /** The run to save: the new state with the next version, held by {@code leaseOwner} until {@code leaseUntil}. */
   public Run toRun(String leaseOwner, Instant leaseUntil) {
-    return new Run(base.id(), base.workspaceId(), base.kind(), base.workflowId(), base.agentId(), base.project(),
-        status.wireName(), base.requiresApproval(), base.inputs(), base.createdAt(), now, finishedAt,
-        approval == null ? null : Json.string(approval), error == null ? null : Json.string(error),
-        base.definition(), progress(), currentStep, dueAt, leaseOwner, leaseUntil, base.version() + 1);
+    return base.next(status, now, finishedAt, approval == null ? null : Json.string(approval),
+        error == null ? null : Json.string(error), progress(), currentStep, dueAt, leaseOwner, leaseUntil);
   }
 
   /**
@@ -145,6 +143,30 @@ public abstract class RunMachine {
     dueAt = expires;
     record("run.awaiting_approval", ENGINE, step, null, Map.of("expires_at", Json.TIME.format(expires)));
     return approval;
+  }
+
+  /**
+   * Where every kind's advance starts: an approval whose time ran out fails the run now; an ended run
+   * has nothing due; a run waiting at an approval is next due when it expires; a new run that
+   * requires approval stops at its start's gate. True when the run is free to advance.
+   */
+  protected final boolean mayAdvance(long approvalTimeoutSeconds) {
+    if (approvalTimedOut()) {
+      expireApproval();
+    }
+    if (ended()) {
+      dueAt = null;
+      return false;
+    }
+    if (status == RunStatus.AWAITING_APPROVAL) {
+      dueAt = Instant.parse(approval.path("expires_at").asText());
+      return false;
+    }
+    if (currentStep < 0) {
+      awaitApproval(approvalTimeoutSeconds, null);
+      return false;
+    }
+    return true;
   }
 
   /** Whether the run waits at an approval whose time has run out, noticed by the engine or not. */
@@ -233,10 +255,9 @@ public abstract class RunMachine {
         "message", "the run's stored state could not be read; see the server log for " + run.id()));
     // What the run record shows of it must stay JSON: a broken document is shown as empty.
     String emptyProgress = run.isAgent() ? "{\"output\":null,\"usage\":{}}" : "[]";
-    Run failed = new Run(run.id(), run.workspaceId(), run.kind(), run.workflowId(), run.agentId(), run.project(),
-        RunStatus.FAILED.wireName(), run.requiresApproval(), readable(run.inputs(), "{}"), run.createdAt(), now, now,
-        readable(run.approval(), null), error, readable(run.definition(), "{}"), readable(run.steps(), emptyProgress),
-        run.currentStep(), null, null, null, run.version() + 1);
+    Run failed = run.withDocuments(readable(run.inputs(), "{}"), readable(run.definition(), "{}"))
+        .next(RunStatus.FAILED, now, now, readable(run.approval(), null), error, readable(run.steps(), emptyProgress),
+            run.currentStep(), null, null, null);
     return new Moved(failed, List.of(event(run, "run.failed", ENGINE, null, null, Map.of("error", "internal_error"),
         now)));
   }

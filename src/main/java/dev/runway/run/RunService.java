@@ -19,10 +19,12 @@ public final class RunService {
   private final Jdbi jdbi;
   private final GroupCommitter committer;
   private final Runnable runDue;
+  private final RunMachines machines;
   private final EndedRuns endedRuns = new EndedRuns();
 
   /** Moves go through {@code committer}; {@code runDue} is told when a moved run became due now. */
-  public RunService(Jdbi jdbi, GroupCommitter committer, Runnable runDue) {
+  public RunService(Jdbi jdbi, GroupCommitter committer, RunMachines machines, Runnable runDue) {
+    this.machines = machines;
     this.jdbi = jdbi;
     this.committer = committer;
     this.runDue = runDue;
@@ -53,7 +55,7 @@ public final class RunService {
       RunDao runs = tx.dao(RunDao.class);
       Run run = runs.findForUpdate(caller.workspaceId(), runId).orElseThrow(() -> runNotFound(caller.workspaceId(), runId));
       checkProject(caller, run);
-      RunMachine machine = RunMachine.of(run, Time.now());
+      RunMachine machine = machines.of(run, Time.now());
       tooLate.set(machine.approvalTimedOut());
       if (tooLate.get()) {
         machine.expireApproval();
@@ -68,7 +70,7 @@ public final class RunService {
       return next;
     });
     if (tooLate.get()) {
-      move.accept(RunMachine.of(saved, Time.now())); // an ended run: 409 run_state_conflict
+      move.accept(machines.of(saved, Time.now())); // an ended run: 409 run_state_conflict
     }
     if (saved.dueAt() != null) {
       runDue.run();

@@ -40,6 +40,7 @@ public final class RunStarts {
   private final long approvalTimeoutSeconds;
   private final Runnable runDue;
   private final Quotas quotas;
+  private final RunMachines machines;
   /**
    * What a new run of each workflow starts with, by workspace and workflow id (about 2 MB): a new
    * version of a workflow replaces its old template, which is not kept.
@@ -56,7 +57,9 @@ public final class RunStarts {
    * {@code approvalTimeoutSeconds}.
    */
   public RunStarts(GroupCommitter committer, WorkflowService workflows, AgentService agents,
-      IdempotencyStore idempotency, long approvalTimeoutSeconds, Runnable runDue, Quotas quotas) {
+      IdempotencyStore idempotency, long approvalTimeoutSeconds, Runnable runDue, Quotas quotas,
+      RunMachines machines) {
+    this.machines = machines;
     this.committer = committer;
     this.workflows = workflows;
     this.agents = agents;
@@ -155,10 +158,8 @@ public final class RunStarts {
   private Run newRun(String runId, Workflow workflow, String project, ObjectNode inputs) {
     Template template = template(workflow);
     Instant now = Time.now();
-    return new Run(runId, workflow.workspaceId(), Run.WORKFLOW, workflow.id(), null,
-        project, RunStatus.RUNNING.wireName(), workflow.requiresApproval(), Json.string(inputs),
-        now, now, null, null, null, template.definition(), template.steps(),
-        workflow.requiresApproval() ? -1 : 0, now, null, null, 0);
+    return Run.newWorkflowRun(runId, workflow.workspaceId(), workflow.id(), project, workflow.requiresApproval(),
+        Json.string(inputs), now, template.definition(), template.steps());
   }
 
   /**
@@ -221,7 +222,7 @@ public final class RunStarts {
    * {@code running}.
    */
   private Firsts firstMoves(Run run, String actor) {
-    WorkflowRunMachine machine = new WorkflowRunMachine(run, run.createdAt());
+    WorkflowRunMachine machine = machines.workflow(run, run.createdAt());
     boolean callDue = machine.moveUntilWaiting(approvalTimeoutSeconds);
     List<Event> events = new ArrayList<>();
     events.add(WorkflowRunMachine.started(run, actor));
@@ -244,13 +245,11 @@ public final class RunStarts {
     AgentDefinition definition = agentDefinition(agent);
     Instant now = Time.now();
     agents.checkStart(caller.workspaceId(), definition, request.model(), now);
-    Run run = new Run(Ids.newId("run", now.toEpochMilli()), caller.workspaceId(), Run.AGENT, null, agent.id(),
-        request.project(), RunStatus.RUNNING.wireName(), definition.requiresApproval(), Json.string(request.input()),
-        now, now, null, null, null,
+    Run run = Run.newAgentRun(Ids.newId("run", now.toEpochMilli()), caller.workspaceId(), agent.id(),
+        request.project(), definition.requiresApproval(), Json.string(request.input()), now,
         AgentRunMachine.definitionJson(definition, request.model() != null ? request.model() : definition.model()),
-        AgentRunMachine.initialProgress(now.plusSeconds(definition.limits().timeoutSeconds())),
-        definition.requiresApproval() ? -1 : 0, now, null, null, 0);
-    AgentRunMachine machine = new AgentRunMachine(run, now);
+        AgentRunMachine.initialProgress(now.plusSeconds(definition.limits().timeoutSeconds())));
+    AgentRunMachine machine = machines.agent(run, now);
     machine.begin(request.input());
     boolean callDue = machine.moveUntilWaiting(approvalTimeoutSeconds, 1) != AgentRunMachine.Next.NOTHING;
     List<Event> events = new ArrayList<>();

@@ -4,7 +4,6 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.runway.core.Json;
-import dev.runway.core.WeighedCache;
 import dev.runway.workflow.Step;
 import java.time.Instant;
 import java.util.List;
@@ -19,9 +18,15 @@ public final class WorkflowRunMachine extends RunMachine {
   private final List<Step> definition;
   private final ArrayNode steps;
 
+  /** The machine of {@code run}, its definition parsed now (see {@link RunMachines}, which keeps them parsed). */
   public WorkflowRunMachine(Run run, Instant now) {
+    this(run, now, parse(run.definition()));
+  }
+
+  /** The machine of {@code run}, whose definition parsed is {@code definition}. */
+  WorkflowRunMachine(Run run, Instant now, List<Step> definition) {
     super(run, now);
-    this.definition = parsedSteps(run.definition());
+    this.definition = definition;
     this.steps = (ArrayNode) Json.tree(run.steps());
   }
 
@@ -30,20 +35,9 @@ public final class WorkflowRunMachine extends RunMachine {
     return Json.string(steps);
   }
 
-  /**
-   * Definitions are shared by many runs (one per workflow version): each is parsed once. Keyed by
-   * the definition's text, weighed as three times it (the text and the parsed steps), about 3 MB.
-   */
-  private static final WeighedCache<String, List<Step>> PARSED =
-      new WeighedCache<>(3_000_000, (definition, steps) -> 3L * definition.length());
-
-  private static List<Step> parsedSteps(String definition) {
-    List<Step> steps = PARSED.get(definition);
-    if (steps == null) {
-      steps = List.copyOf(Step.parseAll(Json.tree(definition).path("steps")));
-      PARSED.put(definition, steps);
-    }
-    return steps;
+  /** The steps of a run's stored definition. */
+  static List<Step> parse(String definition) {
+    return List.copyOf(Step.parseAll(Json.tree(definition).path("steps")));
   }
 
   /** The progress JSON of a new run: every step pending. */
@@ -76,20 +70,7 @@ public final class WorkflowRunMachine extends RunMachine {
    */
   public boolean moveUntilWaiting(long approvalTimeoutSeconds) {
     while (true) {
-      if (status != RunStatus.RUNNING && status != RunStatus.AWAITING_APPROVAL) {
-        dueAt = null; // ended: nothing is due
-        return false;
-      }
-      if (status == RunStatus.AWAITING_APPROVAL) {
-        if (approvalTimedOut()) {
-          expireApproval();
-        } else {
-          dueAt = Instant.parse(approval.path("expires_at").asText());
-        }
-        return false;
-      }
-      if (currentStep < 0) {
-        awaitApproval(approvalTimeoutSeconds);
+      if (!mayAdvance(approvalTimeoutSeconds)) {
         return false;
       }
       if (currentStep >= definition.size()) {

@@ -1,0 +1,74 @@
+package dev.runway.engine;
+
+import dev.runway.db.GroupCommitter;
+import dev.runway.db.Tx;
+import dev.runway.run.Run;
+import dev.runway.run.RunMachine;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.Executor;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * What the runners of every kind of run share: a run's calls made one after another, each answer
+ * taken up on {@code executor} (no thread waits for a call); the stop after which an answered run
+ * is saved without its next call; and the save of a move, which gives way to a caller's move made
+ * while the call was out. A kind says how one call goes ({@link #callOnce}).
+ */
+abstract class CallingRunner<M extends RunMachine> implements RunAdvancer {
+  private static final Logger LOG = LoggerFactory.getLogger(CallingRunner.class);
+
+  protected final GroupCommitter committer;
+  protected final EngineSettings settings;
+  protected final String owner;
+  protected final Executor executor;
+  private volatile boolean stopping;
+
+  CallingRunner(GroupCommitter committer, EngineSettings settings, String owner, Executor executor) {
+    this.committer = committer;
+    this.settings = settings;
+    this.owner = owner;
+    this.executor = executor;
+  }
+
+  @Override
+  public final CompletableFuture<Void> call(Run calling, CallMemory.Reservation room) {
+    return CompletableFuture.supplyAsync(() -> callOnce(calling, room), executor)
+        .thenCompose(answered -> answered)
+        .thenCompose(next -> next == null ? CompletableFuture.completedFuture(null) : call(next, room));
+  }
+
+  /** One call and the move it leads to; the run of the next call, or null when the run now waits or ended. */
+  protected abstract CompletableFuture<Run> callOnce(Run calling, CallMemory.Reservation room);
+
+  /**
+   * From now on, a run whose call has been answered is saved without starting its next call: the
+   * next start (or another instance) makes it, and no call is cut off by this stop.
+   */
+  @Override
+  public final void stop() {
+    stopping = true;
+  }
+
+  protected final boolean stopping() {
+    return stopping;
+  }
+
+  /**
+   * Saves {@code next}, the run after {@code m}'s moves, if the run is still as it was read; false
+   * when a caller's move (cancel, approve) came first, and the run is left as that move made it.
+   */
+  protected final boolean save(Run next, M m) {
+    boolean saved = committer.commit(next.workspaceId(), tx -> {
+      saveAlso(tx, m);
+      return m.saveIn(tx, next);
+    });
+    if (!saved) {
+      LOG.info("run {} changed while its call was out; leaving it as it is now", next.id());
+    }
+    return saved;
+  }
+
+  /** What is written with every save of a move, whether or not the run itself is saved. */
+  protected void saveAlso(Tx tx, M m) {}
+}
