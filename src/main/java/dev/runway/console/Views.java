@@ -129,7 +129,7 @@ public final class Views {
     }
 
     public boolean cancellable() {
-      return awaitingApproval() || RunStatus.RUNNING.wireName().equals(status);
+      return !RunStatus.isEnded(status);
     }
   }
 

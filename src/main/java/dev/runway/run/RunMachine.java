@@ -109,7 +109,7 @@ public abstract class RunMachine {
   }
 
   public final void cancel(String actor) {
-    if (status != RunStatus.RUNNING && status != RunStatus.AWAITING_APPROVAL) {
+    if (status.isEnded()) {
       throw conflict("cancel");
     }
     if (approval != null && "pending".equals(approval.path("status").asText())) {
@@ -258,7 +258,7 @@ public abstract class RunMachine {
     Run failed = run.withDocuments(readable(run.inputs(), "{}"), readable(run.definition(), "{}"))
         .next(RunStatus.FAILED, now, now, readable(run.approval(), null), error, readable(run.steps(), emptyProgress),
             run.currentStep(), null, null, null);
-    return new Moved(failed, List.of(event(run, "run.failed", ENGINE, null, null, Map.of("error", "internal_error"),
+    return new Moved(failed, List.of(event(run, RunStatus.FAILED.endEventType(), ENGINE, null, null, Map.of("error", "internal_error"),
         now)));
   }
 
