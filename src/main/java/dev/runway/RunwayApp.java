@@ -67,7 +67,8 @@ public final class RunwayApp {
     ConsoleRoutes console = new ConsoleRoutes(services.accounts(), services.sessions(), services.keys(),
         settings.console(), workspace -> services.workflows().page(workspace, null, false, 100, settings.maxPageBytes()).rows().stream()
             .map(dev.runway.workflow.Workflow::id).toList());
-    RunPages runPages = new RunPages(console, services.runs(), services.events(), services.workflows(), services.agents());
+    RunPages runPages = new RunPages(console, services.runs(), services.events(), services.workflows(),
+        services.agents());
     ApiReference reference = new ApiReference();
     RateLimits limits = settings.rateLimits();
     AuthHandler auth = new AuthHandler(services.keys(), limits, inFlight);

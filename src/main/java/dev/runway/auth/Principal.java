@@ -20,7 +20,8 @@ public record Principal(String keyId, String workspaceId, Set<Scope> scopes, Lis
    */
   public void requireWholeWorkspace(String what) {
     if (projects != null) {
-      throw new DomainException(Kind.FORBIDDEN, "project_forbidden", what + " belong to every project of the workspace; "
+      throw new DomainException(Kind.FORBIDDEN, "project_forbidden", what
+          + " belong to every project of the workspace; "
           + "a key limited to projects may not change them");
     }
   }

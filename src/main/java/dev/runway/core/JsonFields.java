@@ -87,7 +87,8 @@ public final class JsonFields {
       return fallback;
     }
     if (!node.isIntegralNumber() || !node.canConvertToLong() || node.longValue() < min || node.longValue() > max) {
-      throw DomainException.invalid(prefix + name, prefix + name + " must be a whole number from " + min + " to " + max);
+      throw DomainException.invalid(prefix + name, prefix + name + " must be a whole number from " + min + " to "
+          + max);
     }
     return node.longValue();
   }

@@ -327,7 +327,8 @@ public final class CrmService {
       Slice<CrmChange> changes = dao.changes(ws, type, after, limit, maxBytes);
       long pruned = after == 0 ? 0 : dao.objectType(ws, type).map(CrmObjectType::prunedThrough).orElse(0L);
       if (after < pruned) {
-        throw new DomainException(Kind.GONE, "cursor_expired", "changes after this cursor were pruned (they are kept for "
+        throw new DomainException(Kind.GONE, "cursor_expired",
+            "changes after this cursor were pruned (they are kept for "
             + changesRetention.toHours() + " hours): read the records again with GET /v1/crm/" + type
             + "/records, then follow the changes from a cursor you read before that", "after");
       }

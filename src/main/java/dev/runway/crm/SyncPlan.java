@@ -164,7 +164,8 @@ public final class SyncPlan {
 
   /** 413 sync_too_large: the records a sync touches hold more than {@code maxChars} of properties. */
   static DomainException tooLarge(long maxChars) {
-    return new DomainException(Kind.TOO_LARGE, "sync_too_large", "the records this sync touches hold more than " + maxChars
+    return new DomainException(Kind.TOO_LARGE, "sync_too_large", "the records this sync touches hold more than "
+        + maxChars
         + " characters of properties, before and after it; send fewer records in one request", "records");
   }
 

@@ -103,11 +103,13 @@ public final class EventStreams implements AutoCloseable {
     EventStream stream;
     synchronized (lock) {
       if (closed) {
-        throw new DomainException(Kind.UNAVAILABLE, "unavailable", "the server is stopping; retry on another instance or shortly",
+        throw new DomainException(Kind.UNAVAILABLE, "unavailable",
+            "the server is stopping; retry on another instance or shortly",
             null, 1, Map.of());
       }
       if (streams.size() >= settings.maxStreams()) {
-        throw new DomainException(Kind.UNAVAILABLE, "unavailable", "this instance has its limit of " + settings.maxStreams()
+        throw new DomainException(Kind.UNAVAILABLE, "unavailable", "this instance has its limit of "
+            + settings.maxStreams()
             + " open event streams; retry shortly or on another instance", null, 5, Map.of());
       }
       int ofKey = streamsByKey.getOrDefault(caller.keyId(), 0);
@@ -119,7 +121,8 @@ public final class EventStreams implements AutoCloseable {
           streamsByWorkspace.getOrDefault(caller.workspaceId(), 0));
       int ofWorkspace = streamsByWorkspace.getOrDefault(caller.workspaceId(), 0);
       if (!FairShares.mayTakeAnother(settings.maxStreams(), streamsByWorkspace.size(), ofWorkspace, Long.MAX_VALUE)) {
-        throw new DomainException(Kind.TOO_MANY, "rate_limited", "this workspace has " + ofWorkspace + " event streams open, its"
+        throw new DomainException(Kind.TOO_MANY, "rate_limited", "this workspace has " + ofWorkspace
+            + " event streams open, its"
             + " fair share of this instance's " + settings.maxStreams() + " (sse.max_streams) beside other"
             + " workspaces' streams; close one first", null, 5, Map.of());
       }

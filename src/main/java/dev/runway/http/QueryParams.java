@@ -86,7 +86,8 @@ public final class QueryParams {
     try {
       time = OffsetDateTime.parse(value).toInstant();
     } catch (DateTimeParseException e) {
-      throw DomainException.invalid(name, name + " must be an ISO 8601 time with offset, e.g. 2026-11-22T02:46:35.285Z");
+      throw DomainException.invalid(name, name
+          + " must be an ISO 8601 time with offset, e.g. 2026-11-22T02:46:35.285Z");
     }
     if (!Time.storable(time)) {
       throw DomainException.invalid(name, name + " must lie between " + Json.TIME.format(Time.EARLIEST) + " and "

@@ -258,8 +258,8 @@ public abstract class RunMachine {
     Run failed = run.withDocuments(readable(run.inputs(), "{}"), readable(run.definition(), "{}"))
         .next(RunStatus.FAILED, now, now, readable(run.approval(), null), error, readable(run.steps(), emptyProgress),
             run.currentStep(), null, null, null);
-    return new Moved(failed, List.of(event(run, RunStatus.FAILED.endEventType(), ENGINE, null, null, Map.of("error", "internal_error"),
-        now)));
+    return new Moved(failed, List.of(event(run, RunStatus.FAILED.endEventType(), ENGINE, null, null,
+        Map.of("error", "internal_error"), now)));
   }
 
   private static String readable(String json, String otherwise) {

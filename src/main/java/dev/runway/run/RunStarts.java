@@ -73,7 +73,8 @@ public final class RunStarts {
   public record StartRequest(String workflowId, String project, ObjectNode inputs, String idempotencyKey) {}
 
   /** An agent run's start request after validation at the edge: {@code input} is text or an object; {@code model} may be null. */
-  public record AgentStartRequest(String agentId, String project, JsonNode input, String model, String idempotencyKey) {}
+  public record AgentStartRequest(String agentId, String project, JsonNode input, String model,
+      String idempotencyKey) {}
 
   /** The response to send: status and JSON body, and whether it is a replay of a stored one. */
   public record Started(int status, String body, boolean replayed) {}
@@ -98,7 +99,8 @@ public final class RunStarts {
   private CompletableFuture<Started> start(Principal caller, String project, String idempotencyKey,
       Supplier<String> requestHash, Supplier<Firsts> firstMoves) {
     if (!caller.mayUseProject(project)) {
-      throw new DomainException(Kind.FORBIDDEN, "project_forbidden", "this API key may not use project '" + project + "'", "project");
+      throw new DomainException(Kind.FORBIDDEN, "project_forbidden", "this API key may not use project '" + project
+          + "'", "project");
     }
     if (idempotencyKey != null) {
       return CompletableFuture.completedFuture(startOnce(caller, idempotencyKey, requestHash.get(), firstMoves));

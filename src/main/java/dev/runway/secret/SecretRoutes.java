@@ -60,7 +60,8 @@ public final class SecretRoutes {
     int limit = q.integer("limit", 20, 1, 100);
     String after = q.string("starting_after");
     if (after != null && !SecretReferences.NAME.matcher(after).matches()) {
-      throw DomainException.invalid("starting_after", "starting_after must be a secret name: " + SecretReferences.NAME_RULE);
+      throw DomainException.invalid("starting_after", "starting_after must be a secret name: "
+          + SecretReferences.NAME_RULE);
     }
     List<Secret> rows = secrets.page(AuthHandler.principal(ctx).workspaceId(), after, limit + 1);
     Responses.json(ctx, 200, Page.of(rows, limit, SecretView::of, SecretView::name));

@@ -227,7 +227,8 @@ public final class WebhookService {
 
   private static void requireEnabled(WebhookEndpoint e) {
     if (!e.enabled()) {
-      throw new DomainException(Kind.CONFLICT, "endpoint_disabled", "endpoint " + e.id() + " is disabled (" + e.disabledReason()
+      throw new DomainException(Kind.CONFLICT, "endpoint_disabled", "endpoint " + e.id() + " is disabled ("
+          + e.disabledReason()
           + "): enable it with PATCH {\"enabled\": true} first", null);
     }
   }

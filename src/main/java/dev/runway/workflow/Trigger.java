@@ -43,7 +43,8 @@ public record Trigger(String objectType, boolean onCreated, boolean onUpdated, b
       String at = "triggers[" + i + "]";
       JsonNode node = triggers.get(i);
       if (!node.isObject()) {
-        throw DomainException.invalid(at, at + " must be an object such as {\"crm\": \"contacts\", \"on\": [\"created\"]}");
+        throw DomainException.invalid(at, at
+            + " must be an object such as {\"crm\": \"contacts\", \"on\": [\"created\"]}");
       }
       JsonFields fields = JsonFields.of((ObjectNode) node, FIELDS, at + ".");
       String type = fields.requiredSlug("crm");

@@ -130,6 +130,7 @@ public final class WorkflowService {
   }
 
   static DomainException notFound(String workspaceId, String id) {
-    return DomainException.notFound("workflow_not_found", "no workflow '" + id + "' in workspace '" + workspaceId + "'");
+    return DomainException.notFound("workflow_not_found", "no workflow '" + id + "' in workspace '" + workspaceId
+        + "'");
   }
 }
