@@ -21,8 +21,8 @@ import dev.runway.workflow.WorkflowService;
 
 /** Runway's services over one database, wired with plain constructors. */
 public record Services(Database database, ApiKeyService keys, WorkflowService workflows, RunStarts starts,
-    RunService runs, EventReads events, SecretService secrets, AgentService agents, IdempotencyStore idempotency, CrmService crm,
-    WebhookService webhooks, AccountService accounts, SessionService sessions, Metrics metrics, Quotas quotas) {
+    RunService runs, EventReads events, SecretService secrets, AgentService agents, IdempotencyStore idempotency,
+    CrmService crm, WebhookService webhooks, AccountService accounts, SessionService sessions, Metrics metrics, Quotas quotas) {
 
   /** Services without metrics (the keys and accounts commands, some tests): no /metrics, nothing counted. */
   public static Services over(Database database, ServerSettings settings, Runnable runDue) {
