@@ -47,8 +47,8 @@ public final class EventRoutes {
     }
     QueryParams q = QueryParams.of(ctx, EVENT_PARAMS);
     int limit = q.integer("limit", 100, 1, 1000);
-    String after = q.id("starting_after", "evt");
-    List<Event> rows = events.events(AuthHandler.principal(ctx), RunRoutes.runId(ctx), after, limit + 1);
+    String runId = RunRoutes.runId(ctx);
+    List<Event> rows = events.events(AuthHandler.principal(ctx), runId, q.id("starting_after", "evt"), limit + 1);
     Responses.json(ctx, 200, Page.of(rows, limit, EventView::of, EventView::id));
   }
 
