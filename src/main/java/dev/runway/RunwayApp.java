@@ -3,7 +3,9 @@ package dev.runway;
 import dev.runway.agent.AgentRoutes;
 import dev.runway.auth.Scope;
 import dev.runway.console.ConsoleForm;
+import dev.runway.console.ConsoleGuard;
 import dev.runway.console.ConsoleRoutes;
+import dev.runway.console.PageRenderer;
 import dev.runway.console.RunPages;
 import dev.runway.crm.CrmRoutes;
 import dev.runway.crm.CrmSettings;
@@ -64,10 +66,12 @@ public final class RunwayApp {
     int maxSyncBytes = Math.max(settings.maxBodyBytes(), CrmSettings.MAX_SYNC_BODY_BYTES);
     CrmRoutes crm = new CrmRoutes(services.crm(), settings.crm(), new RequestBodies(maxSyncBytes), resumeOn(threads),
         settings.maxPageBytes());
-    ConsoleRoutes console = new ConsoleRoutes(services.accounts(), services.sessions(), services.keys(),
+    PageRenderer pages = new PageRenderer();
+    ConsoleGuard guard = new ConsoleGuard(services.accounts(), services.sessions(), settings.console(), pages);
+    ConsoleRoutes console = new ConsoleRoutes(guard, pages, services.accounts(), services.keys(),
         settings.console(), workspace -> services.workflows().page(workspace, null, false, 100, settings.maxPageBytes()).rows().stream()
             .map(dev.runway.workflow.Workflow::id).toList());
-    RunPages runPages = new RunPages(console, services.runs(), services.events(), services.workflows(),
+    RunPages runPages = new RunPages(guard, pages, services.runs(), services.events(), services.workflows(),
         services.agents());
     ApiReference reference = new ApiReference();
     RateLimits limits = settings.rateLimits();

@@ -10,15 +10,11 @@ import dev.runway.core.Time;
 import dev.runway.http.ClientAddress;
 import dev.runway.http.ErrorMapper;
 import dev.runway.quota.QuotaExceeded;
-import gg.jte.ContentType;
-import gg.jte.TemplateEngine;
-import gg.jte.output.StringOutput;
 import io.javalin.http.Context;
 import io.javalin.http.HttpStatus;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.UncheckedIOException;
-import java.net.URI;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
@@ -29,15 +25,14 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
+import java.util.function.Function;
 
 /**
  * The console's pages: sign-up, sign-in and out, and the workspace's API keys. Each handler finds
- * the session, checks a form's CSRF token (and its Origin), calls the services the API uses, and
- * renders a page or redirects after a post (Post/Redirect/Get). Pages are JTE templates compiled at
- * build time (src/main/jte), which escape what they show.
+ * the session and checks a form's CSRF token (and its Origin) through the guard, calls the services
+ * the API uses, and renders a page or redirects after a post (Post/Redirect/Get).
  */
 public final class ConsoleRoutes {
-  static final String COOKIE = "runway_session";
   private static final String CSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
       + "connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
   private static final Map<String, String> ASSETS = Map.of(
@@ -49,28 +44,24 @@ public final class ConsoleRoutes {
   private static final String SIGNED_UP = "Thank you. If this email had no account, it has one now: sign in with "
       + "the password you chose. If it had one already, sign in with that account's password.";
 
+  private final ConsoleGuard guard;
+  private final PageRenderer pages;
   private final AccountService accounts;
-  private final SessionService sessions;
   private final ApiKeyService keys;
   private final ConsoleSettings settings;
   private final RateLimiter perEmail;
   private final RateLimiter perAddress;
-  /** New visitor sessions per client address (each is a row until it expires): 60 at once, one a second after. */
-  private final RateLimiter visitorsPerAddress = new RateLimiter(1.0, 60);
-  private final TemplateEngine templates = TemplateEngine.createPrecompiled(ContentType.Html);
   /** The ids of a workspace's workflows, for the command shown with a new key. */
-  private final java.util.function.Function<String, List<String>> workflowIds;
+  private final Function<String, List<String>> workflowIds;
 
-  /** A signed-in request: its session and account. */
-  record Signed(ConsoleSession session, Account account) {}
-
-  public ConsoleRoutes(AccountService accounts, SessionService sessions, ApiKeyService keys, ConsoleSettings settings,
-      java.util.function.Function<String, List<String>> workflowIds) {
-    this.workflowIds = workflowIds;
+  public ConsoleRoutes(ConsoleGuard guard, PageRenderer pages, AccountService accounts, ApiKeyService keys,
+      ConsoleSettings settings, Function<String, List<String>> workflowIds) {
+    this.guard = guard;
+    this.pages = pages;
     this.accounts = accounts;
-    this.sessions = sessions;
     this.keys = keys;
     this.settings = settings;
+    this.workflowIds = workflowIds;
     this.perEmail = new RateLimiter(settings.signinsPerMinutePerEmail() / 60.0, settings.signinsPerMinutePerEmail());
     this.perAddress = new RateLimiter(settings.signinsPerMinutePerAddress() / 60.0,
         settings.signinsPerMinutePerAddress());
@@ -85,7 +76,7 @@ public final class ConsoleRoutes {
 
   /** GET /console */
   public void home(Context ctx) {
-    ctx.redirect(signedIn(ctx).isPresent() ? "/console/keys" : "/console/signin", HttpStatus.SEE_OTHER);
+    ctx.redirect(guard.signedIn(ctx).isPresent() ? "/console/keys" : "/console/signin", HttpStatus.SEE_OTHER);
   }
 
   /** GET /console/static/{file}: the stylesheet and the few lines of script. */
@@ -93,7 +84,8 @@ public final class ConsoleRoutes {
     String file = ctx.pathParam("file");
     String type = ASSETS.get(file);
     if (type == null) {
-      message(ctx, 404, null, new Views.Message("Not found", "There is no such page.", "/console", "Go to the console"));
+      pages.message(ctx, 404, null,
+          new Views.Message("Not found", "There is no such page.", "/console", "Go to the console"));
       return;
     }
     try (InputStream in = ConsoleRoutes.class.getResourceAsStream("/console/" + file)) {
@@ -106,19 +98,19 @@ public final class ConsoleRoutes {
 
   /** GET /console/signin (after a sign-up, with a notice that does not say whether it made an account) */
   public void signinPage(Context ctx) {
-    if (signedIn(ctx).isPresent()) {
+    if (guard.signedIn(ctx).isPresent()) {
       ctx.redirect("/console/keys", HttpStatus.SEE_OTHER);
       return;
     }
-    ConsoleSession visitor = visitor(ctx);
+    ConsoleSession visitor = guard.visitor(ctx);
     String notice = "signed-up".equals(ctx.queryParam("notice")) ? SIGNED_UP : null;
-    render(ctx, 200, "signin.jte", "frame", frame("Sign in", visitor), "form", form(null, null, null, null)
-        .withNotice(notice));
+    pages.render(ctx, 200, "signin.jte", "frame", pages.frame("Sign in", visitor), "form",
+        form(null, null, null, null).withNotice(notice));
   }
 
   /** POST /console/signin */
   public void signin(Context ctx) {
-    ConsoleForm posted = readForm(ctx);
+    ConsoleForm posted = guard.readForm(ctx);
     if (posted == null) {
       return;
     }
@@ -134,9 +126,9 @@ public final class ConsoleRoutes {
       // Per email and address: counted per email alone, anyone could keep its owner out.
       limit(ctx, perEmail, client + " " + normalized);
       Account account = accounts.signIn(email, posted.get("password"), client);
-      startSignedIn(ctx, session.get(), account);
+      guard.startSignedIn(ctx, session.get(), account);
     } catch (ConsoleException e) {
-      render(ctx, ErrorMapper.status(e.kind()), "signin.jte", "frame", frame("Sign in", session.get()),
+      pages.render(ctx, ErrorMapper.status(e.kind()), "signin.jte", "frame", pages.frame("Sign in", session.get()),
           "form", form(e.getMessage(), e.param(), email, null));
     } catch (RuntimeException e) {
       if (!AccountService.isBusy(e)) {
@@ -148,18 +140,18 @@ public final class ConsoleRoutes {
 
   /** GET /console/signup */
   public void signupPage(Context ctx) {
-    if (signedIn(ctx).isPresent()) {
+    if (guard.signedIn(ctx).isPresent()) {
       ctx.redirect("/console/keys", HttpStatus.SEE_OTHER);
       return;
     }
-    ConsoleSession visitor = visitor(ctx);
+    ConsoleSession visitor = guard.visitor(ctx);
     if (!settings.signupOpen()) {
       signupClosed(ctx, visitor);
       return;
     }
     // An invitation link carries its code (?code=): shown in the form, if it looks like one.
     String code = ctx.queryParam("code");
-    render(ctx, 200, "signup.jte", "frame", frame("Sign up", visitor), "form",
+    pages.render(ctx, 200, "signup.jte", "frame", pages.frame("Sign up", visitor), "form",
         form(null, null, null, code != null && code.matches("[A-Za-z0-9_-]{1,100}") ? code : null));
   }
 
@@ -169,7 +161,7 @@ public final class ConsoleRoutes {
    * emails have accounts.
    */
   public void signup(Context ctx) {
-    ConsoleForm posted = readForm(ctx);
+    ConsoleForm posted = guard.readForm(ctx);
     if (posted == null) {
       return;
     }
@@ -188,7 +180,7 @@ public final class ConsoleRoutes {
       accounts.signUp(email, posted.get("password"), setupCode, settings.signup() == ConsoleSettings.Signup.INVITE);
       ctx.redirect("/console/signin?notice=signed-up", HttpStatus.SEE_OTHER);
     } catch (ConsoleException e) {
-      render(ctx, ErrorMapper.status(e.kind()), "signup.jte", "frame", frame("Sign up", session.get()),
+      pages.render(ctx, ErrorMapper.status(e.kind()), "signup.jte", "frame", pages.frame("Sign up", session.get()),
           "form", form(e.getMessage(), e.param(), email, setupCode));
     } catch (RuntimeException e) {
       if (!AccountService.isBusy(e)) {
@@ -200,24 +192,22 @@ public final class ConsoleRoutes {
 
   /** POST /console/signout */
   public void signout(Context ctx) {
-    ConsoleForm posted = readForm(ctx);
+    ConsoleForm posted = guard.readForm(ctx);
     if (posted == null) {
       return;
     }
-    Optional<ConsoleSession> session = sessions.find(ctx.cookie(COOKIE));
-    if (session.isPresent() && csrfOk(ctx, posted, session.get())) {
-      sessions.end(session.get());
-    } else if (session.isPresent()) {
-      forbidden(ctx, session.get());
+    Optional<ConsoleSession> session = guard.session(ctx);
+    if (session.isPresent() && !ConsoleGuard.csrfOk(ctx, posted, session.get())) {
+      guard.forbidden(ctx, session.get());
       return;
     }
-    setCookie(ctx, "", 0);
+    guard.signOut(ctx, session);
     ctx.redirect("/console/signin", HttpStatus.SEE_OTHER);
   }
 
   /** GET /console/keys */
   public void keysPage(Context ctx) {
-    Optional<Signed> signed = requireSignedIn(ctx);
+    Optional<SignedIn> signed = guard.requireSignedIn(ctx);
     if (signed.isEmpty()) {
       return;
     }
@@ -232,11 +222,11 @@ public final class ConsoleRoutes {
 
   /** POST /console/keys: makes a key and shows it, this once. */
   public void createKey(Context ctx) {
-    ConsoleForm posted = readForm(ctx);
+    ConsoleForm posted = guard.readForm(ctx);
     if (posted == null) {
       return;
     }
-    Optional<Signed> signed = requireSignedInForm(ctx, posted);
+    Optional<SignedIn> signed = guard.requireSignedInForm(ctx, posted);
     if (signed.isEmpty()) {
       return;
     }
@@ -271,7 +261,7 @@ public final class ConsoleRoutes {
       Duration validFor = expiry.equals("never") ? null : Duration.ofDays(Integer.parseInt(expiry));
       ApiKeyService.CreatedKey made = keys.create(signed.get().account().workspaceId(), name, scopes, projects, validFor);
       Views.KeyCreated page = tryIt(origin(ctx), name, made.key(), scopes, signed.get().account().workspaceId());
-      render(ctx, 201, "key_created.jte", "frame", frame("New key", signed.get(), "keys"), "page", page);
+      pages.render(ctx, 201, "key_created.jte", "frame", pages.frame("New key", signed.get(), "keys"), "page", page);
     } catch (ConsoleException e) {
       renderKeys(ctx, ErrorMapper.status(e.kind()), signed.get(), scopeNames, name, projectsText, expiry, e.getMessage(), e.param(), null);
     } catch (QuotaExceeded e) {
@@ -282,7 +272,7 @@ public final class ConsoleRoutes {
 
   /** GET /console/keys/{id}/revoke: asks to confirm. */
   public void revokePage(Context ctx) {
-    Optional<Signed> signed = requireSignedIn(ctx);
+    Optional<SignedIn> signed = guard.requireSignedIn(ctx);
     if (signed.isEmpty()) {
       return;
     }
@@ -291,17 +281,17 @@ public final class ConsoleRoutes {
       keyNotFound(ctx, signed.get());
       return;
     }
-    render(ctx, 200, "revoke.jte", "frame", frame("Revoke key", signed.get(), "keys"),
+    pages.render(ctx, 200, "revoke.jte", "frame", pages.frame("Revoke key", signed.get(), "keys"),
         "key", Views.KeyRow.of(key.get(), Time.now()));
   }
 
   /** POST /console/keys/{id}/revoke */
   public void revoke(Context ctx) {
-    ConsoleForm posted = readForm(ctx);
+    ConsoleForm posted = guard.readForm(ctx);
     if (posted == null) {
       return;
     }
-    Optional<Signed> signed = requireSignedInForm(ctx, posted);
+    Optional<SignedIn> signed = guard.requireSignedInForm(ctx, posted);
     if (signed.isEmpty()) {
       return;
     }
@@ -314,106 +304,21 @@ public final class ConsoleRoutes {
     ctx.redirect("/console/keys?revoked=" + key.get().id(), HttpStatus.SEE_OTHER);
   }
 
-  // ---------------------------------------------------------------- sessions and forms
-
-  /** The signed-in session of the request, if any (an account deleted since ends it). */
-  private Optional<Signed> signedIn(Context ctx) {
-    return sessions.find(ctx.cookie(COOKIE)).filter(ConsoleSession::signedIn)
-        .flatMap(s -> accounts.find(s.accountId()).map(a -> new Signed(s, a)));
-  }
-
-  /** The signed-in request, else a redirect to the sign-in page (and empty). */
-  Optional<Signed> requireSignedIn(Context ctx) {
-    Optional<Signed> signed = signedIn(ctx);
-    if (signed.isEmpty()) {
-      ctx.redirect("/console/signin", HttpStatus.SEE_OTHER);
-    }
-    return signed;
-  }
-
-  /** Like {@link #requireSignedIn}, for a form post: its CSRF token and Origin checked too (else 403). */
-  Optional<Signed> requireSignedInForm(Context ctx, ConsoleForm posted) {
-    Optional<Signed> signed = requireSignedIn(ctx);
-    if (signed.isPresent() && !csrfOk(ctx, posted, signed.get().session())) {
-      forbidden(ctx, signed.get().session());
-      return Optional.empty();
-    }
-    return signed;
-  }
-
-  /** The visitor's session (made, with its cookie, if it has none): the forms carry its CSRF token. */
-  private ConsoleSession visitor(Context ctx) {
-    Optional<ConsoleSession> found = sessions.find(ctx.cookie(COOKIE));
-    if (found.isPresent()) {
-      return found.get();
-    }
-    RateLimiter.Quota quota = visitorsPerAddress.take(ClientAddress.of(ctx));
-    if (!quota.allowed()) {
-      // No new row: the form still shows, and its post is refused as expired.
-      return new ConsoleSession("", null, "", Time.now(), Time.now(), Time.now());
-    }
-    SessionService.Started started = sessions.visitor();
-    setCookie(ctx, started.cookie(), Duration.ofHours(1).toSeconds());
-    return started.session();
-  }
+  // ---------------------------------------------------------------- forms
 
   /**
    * The session of a sign-in or sign-up post whose token and Origin check out; else the form again
    * (with a fresh session if it had expired) saying why, and empty.
    */
   private Optional<ConsoleSession> checkedForm(Context ctx, ConsoleForm posted, String template, String title) {
-    Optional<ConsoleSession> session = sessions.find(ctx.cookie(COOKIE));
-    if (session.isPresent() && csrfOk(ctx, posted, session.get())) {
+    Optional<ConsoleSession> session = guard.session(ctx);
+    if (session.isPresent() && ConsoleGuard.csrfOk(ctx, posted, session.get())) {
       return session;
     }
-    ConsoleSession fresh = session.isPresent() ? session.get() : visitor(ctx);
-    render(ctx, 403, template, "frame", frame(title, fresh), "form", form("This form had expired or did not come from "
-        + "this site. Please send it again.", null, posted.get("email"), null));
+    ConsoleSession fresh = session.isPresent() ? session.get() : guard.visitor(ctx);
+    pages.render(ctx, 403, template, "frame", pages.frame(title, fresh), "form", form("This form had expired or did "
+        + "not come from this site. Please send it again.", null, posted.get("email"), null));
     return Optional.empty();
-  }
-
-  /**
-   * The post's form (url-encoded, at most 16 KB, every field within its bound: see ConsoleForm);
-   * else a page saying why (413, 415, 400, echoing nothing of it) and null.
-   */
-  ConsoleForm readForm(Context ctx) {
-    try {
-      return ConsoleForm.read(ctx);
-    } catch (ConsoleException e) {
-      message(ctx, ErrorMapper.status(e.kind()), null, new Views.Message(e.kind() == Kind.TOO_LARGE ? "Form too large"
-          : e.kind() == Kind.UNSUPPORTED_FORMAT ? "Not a form" : "Form refused", e.getMessage(), "/console", "Go to the console"));
-      return null;
-    }
-  }
-
-  /** The form's token is the session's (constant time), and a browser's Origin, when sent, is this site. */
-  private static boolean csrfOk(Context ctx, ConsoleForm posted, ConsoleSession session) {
-    String origin = ctx.header("Origin");
-    if (origin != null) {
-      String host = ctx.header("Host");
-      try {
-        URI uri = URI.create(origin);
-        if (host == null || uri.getRawAuthority() == null || !uri.getRawAuthority().equalsIgnoreCase(host)) {
-          return false;
-        }
-      } catch (IllegalArgumentException e) {
-        return false;
-      }
-    }
-    return SessionService.csrfMatches(session, posted.get("csrf"));
-  }
-
-  private void startSignedIn(Context ctx, ConsoleSession visitor, Account account) {
-    sessions.end(visitor); // a new id at sign-in: an id someone planted before it signs no one in
-    SessionService.Started started = sessions.signIn(account.id());
-    setCookie(ctx, started.cookie(), settings.sessionMax().toSeconds());
-    ctx.redirect("/console/keys", HttpStatus.SEE_OTHER);
-  }
-
-  private void setCookie(Context ctx, String value, long maxAgeSeconds) {
-    boolean secure = settings.secureCookies() || "https".equalsIgnoreCase(ctx.scheme());
-    ctx.res().addHeader("Set-Cookie", COOKIE + "=" + value + "; Path=/console; Max-Age=" + maxAgeSeconds
-        + "; HttpOnly; SameSite=Lax" + (secure ? "; Secure" : ""));
   }
 
   private static void limit(Context ctx, RateLimiter limiter, String name) {
@@ -427,25 +332,16 @@ public final class ConsoleRoutes {
 
   // ---------------------------------------------------------------- pages
 
-  private Views.Frame frame(String title, ConsoleSession visitor) {
-    return new Views.Frame(title, null, null, visitor.csrfToken(), null);
-  }
-
-  Views.Frame frame(String title, Signed signed, String nav) {
-    return new Views.Frame(title, signed.account().email(), signed.account().workspaceId(),
-        signed.session().csrfToken(), nav);
-  }
-
   private Views.Form form(String error, String field, String email, String setupCode) {
     return new Views.Form(error, field, email, setupCode, settings.signupOpen(),
         settings.signup() == ConsoleSettings.Signup.INVITE);
   }
 
-  private Optional<ApiKey> keyOf(Signed signed, String keyId) {
+  private Optional<ApiKey> keyOf(SignedIn signed, String keyId) {
     return keys.find(keyId).filter(k -> k.workspaceId().equals(signed.account().workspaceId()));
   }
 
-  private void renderKeys(Context ctx, int status, Signed signed, List<String> checked, String name, String projects,
+  private void renderKeys(Context ctx, int status, SignedIn signed, List<String> checked, String name, String projects,
       String expiry, String error, String field, String notice) {
     Instant now = Time.now();
     List<Views.KeyRow> rows = keys.list(signed.account().workspaceId()).stream()
@@ -454,47 +350,26 @@ public final class ConsoleRoutes {
     List<Views.ScopeOption> scopes = SCOPES.entrySet().stream().map(e -> new Views.ScopeOption(e.getKey().wireName(),
         e.getValue(), checked == null ? e.getKey() != Scope.ADMIN && e.getKey() != Scope.SECRETS_USE
             : checked.contains(e.getKey().wireName()))).toList();
-    render(ctx, status, "keys.jte", "frame", frame("API keys", signed, "keys"), "page",
+    pages.render(ctx, status, "keys.jte", "frame", pages.frame("API keys", signed, "keys"), "page",
         new Views.Keys(rows, scopes, name, projects, expiry == null ? "never" : expiry, error, field, notice));
   }
 
-  private void keyNotFound(Context ctx, Signed signed) {
-    message(ctx, 404, frame("Not found", signed, "keys"), new Views.Message("No such key",
+  private void keyNotFound(Context ctx, SignedIn signed) {
+    pages.message(ctx, 404, pages.frame("Not found", signed, "keys"), new Views.Message("No such key",
         "This workspace has no active key with that id.", "/console/keys", "Back to the keys"));
-  }
-
-  private void forbidden(Context ctx, ConsoleSession session) {
-    message(ctx, 403, new Views.Frame("Refused", null, null, session.csrfToken(), null), new Views.Message(
-        "This form had expired", "It did not carry this session's token, or came from another site. Go back, reload "
-        + "the page and send it again.", "/console", "Go to the console"));
   }
 
   private void busy(Context ctx, ConsoleSession session) {
     ctx.header("Retry-After", "5");
-    message(ctx, 503, frame("Busy", session), new Views.Message("Busy",
+    pages.message(ctx, 503, pages.frame("Busy", session), new Views.Message("Busy",
         "Too many sign-ins at once right now. Try again in a few seconds.", null, null));
   }
 
   private void signupClosed(Context ctx, ConsoleSession session) {
-    message(ctx, 403, frame("Sign-up closed", session), new Views.Message("Sign-up is closed",
+    pages.message(ctx, 403, pages.frame("Sign-up closed", session), new Views.Message("Sign-up is closed",
         "Accounts on this server are made by its operator (./run.sh accounts create or accounts invite). "
         + "Ask them for one.",
         "/console/signin", "Sign in"));
-  }
-
-  void message(Context ctx, int status, Views.Frame frame, Views.Message message) {
-    render(ctx, status, "message.jte", "frame", frame == null ? new Views.Frame(message.heading(), null, null, "", null)
-        : frame, "message", message);
-  }
-
-  void render(Context ctx, int status, String template, Object... params) {
-    Map<String, Object> model = new LinkedHashMap<>();
-    for (int i = 0; i < params.length; i += 2) {
-      model.put((String) params[i], params[i + 1]);
-    }
-    StringOutput out = new StringOutput();
-    templates.render(template, model, out);
-    ctx.status(status).contentType("text/html; charset=utf-8").result(out.toString());
   }
 
   /**

@@ -42,29 +42,31 @@ public final class RunPages {
   /** A page showing a run still moving reloads itself this often (a meta refresh: no script needed). */
   static final int REFRESH_SECONDS = 5;
 
-  private final ConsoleRoutes console;
+  private final ConsoleGuard guard;
+  private final PageRenderer pages;
   private final RunService runs;
   private final EventReads events;
   private final WorkflowService workflows;
   private final AgentService agents;
 
-  public RunPages(ConsoleRoutes console, RunService runs, EventReads events, WorkflowService workflows,
-      AgentService agents) {
+  public RunPages(ConsoleGuard guard, PageRenderer pages, RunService runs, EventReads events,
+      WorkflowService workflows, AgentService agents) {
+    this.guard = guard;
+    this.pages = pages;
     this.events = events;
-    this.console = console;
     this.runs = runs;
     this.workflows = workflows;
     this.agents = agents;
   }
 
   /** The account acting on its workspace, with every scope, as the workspace's owner. */
-  private static Principal actor(ConsoleRoutes.Signed signed) {
+  private static Principal actor(SignedIn signed) {
     return new Principal(signed.account().id(), signed.account().workspaceId(), Scope.all(), null);
   }
 
   /** GET /console/runs?status=&kind=&starting_after= */
   public void list(Context ctx) {
-    Optional<ConsoleRoutes.Signed> signed = console.requireSignedIn(ctx);
+    Optional<SignedIn> signed = guard.requireSignedIn(ctx);
     if (signed.isEmpty()) {
       return;
     }
@@ -81,13 +83,13 @@ public final class RunPages {
     String next = more ? "/console/runs?" + (status == null ? "" : "status=" + status + "&")
         + (kind == null ? "" : "kind=" + kind + "&") + "starting_after=" + page.get(page.size() - 1).id() : null;
     boolean moving = page.stream().anyMatch(r -> !RunStatus.isEnded(r.status()));
-    console.render(ctx, 200, "runs.jte", "frame", console.frame("Runs", signed.get(), "runs"), "page",
+    pages.render(ctx, 200, "runs.jte", "frame", pages.frame("Runs", signed.get(), "runs"), "page",
         new Views.Runs(page, status, kind, after != null, next, moving ? REFRESH_SECONDS : 0));
   }
 
   /** GET /console/runs/{id} */
   public void show(Context ctx) {
-    Optional<ConsoleRoutes.Signed> signed = console.requireSignedIn(ctx);
+    Optional<SignedIn> signed = guard.requireSignedIn(ctx);
     if (signed.isEmpty()) {
       return;
     }
@@ -96,11 +98,11 @@ public final class RunPages {
 
   /** POST /console/runs/{id}/approve, …/reject (with a comment) and …/cancel. */
   public void decide(Context ctx) {
-    ConsoleForm posted = console.readForm(ctx);
+    ConsoleForm posted = guard.readForm(ctx);
     if (posted == null) {
       return;
     }
-    Optional<ConsoleRoutes.Signed> signed = console.requireSignedInForm(ctx, posted);
+    Optional<SignedIn> signed = guard.requireSignedInForm(ctx, posted);
     if (signed.isEmpty()) {
       return;
     }
@@ -132,7 +134,7 @@ public final class RunPages {
 
   /** GET /console/workflows: the workspace's workflows and agents. */
   public void definitions(Context ctx) {
-    Optional<ConsoleRoutes.Signed> signed = console.requireSignedIn(ctx);
+    Optional<SignedIn> signed = guard.requireSignedIn(ctx);
     if (signed.isEmpty()) {
       return;
     }
@@ -148,11 +150,11 @@ public final class RunPages {
       agentRows.add(new Views.DefinitionRow(a.id(), a.name(), a.description(), d.path("model").asText()
           + ", " + d.path("tools").size() + " tools", Views.time(a.updatedAt())));
     }
-    console.render(ctx, 200, "definitions.jte", "frame", console.frame("Workflows and agents", signed.get(),
+    pages.render(ctx, 200, "definitions.jte", "frame", pages.frame("Workflows and agents", signed.get(),
         "workflows"), "page", new Views.Definitions(flows, agentRows));
   }
 
-  private void showRun(Context ctx, ConsoleRoutes.Signed signed, int status, String error) {
+  private void showRun(Context ctx, SignedIn signed, int status, String error) {
     String runId = ctx.pathParam("id");
     if (!Ids.looksLike("run", runId)) {
       notFound(ctx, signed);
@@ -169,12 +171,12 @@ public final class RunPages {
     List<Event> events = this.events.events(actor, runId, null, EVENTS);
     List<RunMessage> messages = run.isAgent() ? runs.messages(actor, runId, -1, 500) : List.of();
     boolean moving = !RunStatus.isEnded(run.status()) && !RunStatus.AWAITING_APPROVAL.wireName().equals(run.status());
-    console.render(ctx, status, "run.jte", "frame", console.frame("Run " + run.id(), signed, "runs"),
+    pages.render(ctx, status, "run.jte", "frame", pages.frame("Run " + run.id(), signed, "runs"),
         "run", Views.RunDetail.of(run, events, messages, error, moving ? REFRESH_SECONDS : 0));
   }
 
-  private void notFound(Context ctx, ConsoleRoutes.Signed signed) {
-    console.message(ctx, 404, console.frame("Not found", signed, "runs"), new Views.Message("No such run",
+  private void notFound(Context ctx, SignedIn signed) {
+    pages.message(ctx, 404, pages.frame("Not found", signed, "runs"), new Views.Message("No such run",
         "This workspace has no run with that id.", "/console/runs", "Back to the runs"));
   }
 }
