@@ -186,9 +186,8 @@ public final class Database implements AutoCloseable {
   /**
    * True when Flyway's history says the newest migration this jar carries ({@link #SCHEMA_VERSION})
    * was the last one applied, and applied successfully. Then there is nothing to migrate, and the
-   * start skips Flyway's set-up and its scan of the migrations, about a quarter of a second (a
-   * sixth of the start). A database behind the jar, or ahead of it, goes through Flyway, which
-   * migrates or refuses.
+   * start skips Flyway's set-up and its scan of the migrations, a good part of the start. A
+   * database behind the jar, or ahead of it, goes through Flyway, which migrates or refuses.
    */
   static boolean schemaIsCurrent(DataSource dataSource) {
     try (Connection c = dataSource.getConnection();
@@ -207,18 +206,16 @@ public final class Database implements AutoCloseable {
    * is kept in the database file, so it holds whatever URL opens it later.
    *
    * <p>H2's page cache is made small (1 MB; by default 64 MB per GB of heap). It lives in the old
-   * generation and is rewired at every page access, so each young collection had to scan it: with
-   * the default (8 MB with a 128 MB heap) a young pause took about 10 ms under write load, with
-   * 1 MB about 3 ms. The pages a request needs (the right edges of the indexes, recent runs) stay
-   * in it, and the operating system caches the file.
+   * generation and is rewired at every page access, so each young collection has to scan it: the
+   * smaller it is, the shorter the young pauses. The pages a request needs (the right edges of the
+   * indexes, recent runs) stay in it, and the operating system caches the file.
    *
    * <p>H2 keeps every chunk (one per commit) for its retention time, 45 s by default, before it
    * may rewrite it or reuse its space: should the disk lose the last seconds of writes, the file
    * falls back to an older version, whose chunks must still be there. Runway hands H2's writes to
-   * the disk every 250 ms ({@link H2Housekeeping}), so 5 s keeps that margin twenty times over.
-   * After 100 s of start-run load, 45 s had left 48,000-82,000 chunks, each with its metadata in
-   * the heap and read again at the next start, in a file of 3.6-6.1 GB; 5 s left 14,000-19,000
-   * chunks in 2.0-2.6 GB.
+   * the disk every 250 ms ({@link H2Housekeeping}), so 5 s keeps that margin twenty times over,
+   * and under load far fewer chunks are kept, each with its metadata in the heap and read again at
+   * the next start (docs/performance.md, "H2 under sustained load").
    */
   private static void configureH2(Connection c) throws SQLException {
     try (Statement s = c.createStatement()) {

@@ -32,22 +32,19 @@ import org.slf4j.LoggerFactory;
  * processes may write to the same database (PostgreSQL), each transaction also takes a lock per
  * workspace it changes (WorkspaceLocks), in a fixed order, before anything else: the writes of one
  * workspace then commit one after another across instances too, and two instances can never
- * deadlock over a workspace lock and a run row. Measured on PostgreSQL, one writer with a lock
- * that writes nothing beat two writers that queued behind a row lock by two thirds.
+ * deadlock over a workspace lock and a run row. The lock is an advisory one, which writes nothing.
  *
- * <p>The callers of a committed batch are woken by a thread of their own: each wake-up is a system
- * call, and done by the writer they took a quarter of its time under load while the next batch
- * waited. A caller need not wait at all: {@link #submit} returns a future instead, which lets a
- * request thread serve other requests until the commit is done.
+ * <p>The callers of a committed batch are woken by a thread of their own, so that the writer goes
+ * on to the next batch instead of making a system call per caller. A caller need not wait at all:
+ * {@link #submit} returns a future instead, which lets a request thread serve other requests until
+ * the commit is done.
  *
  * <p>On H2, the writes of workspaces whose events are delivered to webhook endpoints (see
  * {@link Outbox#delivers}) are held back while other writes keep the writer busy, for at most
- * {@link #HOLD_NANOS}, and then committed together. Each commit that stores deliveries rewrites
- * the last pages of the outbox's tables and indexes however little it stores: H2 writes every
- * page a commit changed, in full. Simulated, a busy workspace's deliveries spread over every
- * commit made each 39% longer, and gathered into every eighth commit, 20% (see
- * docs/performance.md). Held writes never wait for nothing: when no other write waits, they are
- * committed at once, so a server that is not busy answers them as soon as before.
+ * {@link #HOLD_NANOS}, and then committed together: H2 writes every page a commit changed, in
+ * full, so each commit that stores deliveries rewrites the outbox's last pages however little it
+ * stores (docs/performance.md, "Why H2 gathers the deliveries' writes"). When no other write
+ * waits, held writes are committed at once, so a server that is not busy answers them at once.
  */
 public final class GroupCommitter implements AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(GroupCommitter.class);

@@ -16,9 +16,8 @@ import org.slf4j.LoggerFactory;
  * What H2's background writer thread would do, had WRITE_DELAY 0 (which a durable commit needs)
  * not turned it off: rewrite the few live pages of old, mostly dead chunks, so that H2 drops
  * those chunks and reuses their space. Without it, a chunk (one per commit) stays in the file as
- * long as one of its pages is live, which under load is nearly all of them: the file grew by the
- * full write rate (3 GB in 90 s of start-run load here; 1.2 GB for 120 MB of rows in a plain H2
- * test), and H2 keeps every chunk's metadata in memory.
+ * long as one of its pages is live, which under load is nearly all of them: the file grows by the
+ * full write rate, and H2 keeps every chunk's metadata in memory.
  *
  * <p>H2 rewrites only chunks older than its retention time ({@value Database#H2_RETENTION_MILLIS}
  * ms, which Runway sets), so that the file stays consistent even if the disk loses the writes of
@@ -26,32 +25,28 @@ import org.slf4j.LoggerFactory;
  *
  * <p>It also hands H2's writes on to the disk (fsync) every {@value #SYNC_MILLIS} ms. A commit
  * survives a crash of the process once it is written to the file, as the operating system keeps
- * it; but Linux writes a file's changed pages to the disk only once they are 30 s old, and then
- * all of them at once. Under start-run load that was 1.1-1.7 GB every 30 s, and commits stalled
- * for up to 400 ms while it went out.
+ * it; but Linux writes a file's changed pages to the disk only once they are 30 s old, all at
+ * once, and under load commits stall while gigabytes go out (docs/performance.md, "H2 under
+ * sustained load").
  */
 final class H2Housekeeping implements AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(H2Housekeeping.class);
   private static final long INTERVAL_MILLIS = 60;
   /**
    * The first round waits until the server has surely started: a round holds H2's store lock, and
-   * the start's own commits (the workflow files) waited behind rounds for a tenth of a second
-   * after a long load. Nothing is lost by waiting: what a start writes is little.
+   * the start's own commits (the workflow files) would wait behind it. What a start writes is little.
    */
   private static final long FIRST_ROUND_MILLIS = 10_000;
   /** Below this share of live data in its chunks, H2 rewrites the emptiest old chunks. */
   private static final int TARGET_FILL_RATE = 80;
   /**
    * Live bytes rewritten per round, at most: a round holds H2's store lock, so commits wait for
-   * it. Small rounds often (8.5 MB/s in all, as four rounds of 2 MB a second did before) keep
-   * those waits short: under start-run load, p99 latency was mostly 15-25 ms with these rounds
-   * and 35-75 ms with rounds of 2 MB, once chunks were old enough to be rewritten.
+   * it, and small rounds often keep those waits short without rewriting less in all.
    */
   private static final int WRITE_LIMIT = 512 << 10;
   /**
-   * Each sync then writes 10-15 MB under full start-run load and takes about 10 ms, on this
-   * thread, not holding any of H2's locks. With 1 s between syncs they took about 30 ms, and the
-   * 10 s window with the most stalls still had a p99 latency of 32-36 ms; without syncs, 84-312 ms.
+   * Short, so that each sync is small and the writes never pile up into one long write-out that
+   * stalls commits. A sync runs on this thread, holding none of H2's locks.
    */
   private static final long SYNC_MILLIS = 250;
 
