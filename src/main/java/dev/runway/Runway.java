@@ -93,8 +93,7 @@ public final class Runway implements AutoCloseable {
   /**
    * The HTTP server starts on a thread of its own while this one opens the database (most of a
    * second for an H2 file after a long load); once it listens, this one starts the engine, makes
-   * the first admin key and loads the workflow files. On two cores the overlap takes a quarter to a
-   * third of a second off the start. The server listens as soon as it can but answers 503 (and
+   * the first admin key and loads the workflow files, so the two overlap. The server listens as soon as it can but answers 503 (and
    * /readyz "starting") until everything is done.
    */
   private static Runway start(ServerSettings settings, Database database, Metrics metrics) {

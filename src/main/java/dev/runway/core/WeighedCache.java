@@ -8,8 +8,7 @@ import java.util.function.ToLongBiFunction;
 
 /**
  * A concurrent cache bounded by the total weight of its entries (about their size in bytes), never
- * by their count: a bound of 10,000 entries let entries of 200 KB each, one per workflow a tenant
- * wrote, run the heap out. When the cache is over its weight, arbitrary entries make room (no
+ * by their count, which would let a tenant's large entries run the heap out. When the cache is over its weight, arbitrary entries make room (no
  * recency is tracked, so a read costs what a ConcurrentHashMap read costs); an entry heavier than
  * an eighth of the whole is not kept at all.
  */

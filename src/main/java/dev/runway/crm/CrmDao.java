@@ -23,8 +23,7 @@ import org.jdbi.v3.sqlobject.statement.SqlUpdate;
  *
  * <p>Pages are ordered by every column of their index, the ones fixed by the WHERE clause too:
  * H2 reads a page in index order, stopping at the LIMIT, only when the ORDER BY is a prefix of the
- * index; ordered by {@code seq} alone it read and sorted every change after the cursor (740 ms
- * for a page at the start of 100,000 changes, 13 ms so).
+ * index; ordered by {@code seq} alone it reads and sorts every change after the cursor.
  */
 @RegisterConstructorMapper(CrmRecord.class)
 @RegisterConstructorMapper(CrmChange.class)
@@ -35,11 +34,11 @@ import org.jdbi.v3.sqlobject.statement.SqlUpdate;
 public interface CrmDao {
   /**
    * The records of these external ids that exist, by external id; plain JDBC (Jdbi's binding of a
-   * list took a tenth of a sync). On H2 the keys are compared as rows: it looks up
+   * list is costly at this size). On H2 the keys are compared as rows: H2 looks up
    * {@code external_id IN (...)} after equalities on the other columns by reading every record of
-   * the type (40 ms a batch at 60,000 records), a row IN (...) in the primary key. PostgreSQL plans
-   * such a row list as 100 index scans (8-13 ms a batch), {@code external_id = ANY (?)} as one
-   * (1 ms). {@code versionsOnly}: read only external_id and version (the rest is left empty).
+   * the type, a row IN (...) in the primary key. PostgreSQL plans such a row list as one index scan
+   * per row, {@code external_id = ANY (?)} as one (docs/performance.md, CRM). {@code versionsOnly}:
+   * read only external_id and version (the rest is left empty).
    */
   static Map<String, CrmRecord> findAll(Connection c, String ws, String type, List<String> ids, boolean versionsOnly) {
     return findAll(c, ws, type, ids, versionsOnly, Long.MAX_VALUE);

@@ -12,9 +12,8 @@ import org.slf4j.LoggerFactory;
 /**
  * Has PostgreSQL take the planner's statistics of crm_record (ANALYZE) once a type has records
  * enough. With statistics from before a type's records were written, PostgreSQL takes the type for
- * an empty one and looks a sync's records up by reading every record of it: in bench/crm.py a
- * 100-record sync went from 30 ms to 150 ms while a new type grew to 90,000 records, until the next
- * ANALYZE. Autovacuum takes them too, but looks only every autovacuum_naptime (a minute), and an
+ * an empty one and looks a sync's records up by reading every record of it, slower with every
+ * record the type gains until the next ANALYZE. Autovacuum takes them too, but looks only every autovacuum_naptime (a minute), and an
  * import writes hundreds of thousands of records in a minute. One ANALYZE once a type has some
  * records is enough: the planner scales what the statistics say by the table's size as it grows.
  *

@@ -22,8 +22,7 @@ import org.eclipse.jetty.util.thread.Scheduler;
 /**
  * Receives each request's body in full before the request is handed on to Javalin, without a
  * thread: while a client is still sending, the request holds neither a request thread nor a place
- * among the requests in flight (which a few hundred clients sending a byte every two seconds once
- * took, every one, so that every API request of every key got 503).
+ * among the requests in flight, which a few hundred slow senders could otherwise take, every one.
  *
  * <p>On {@code /v1} a body is received only for a request with a valid API key (any other is
  * handed on at once, unread, and refused with 401 from its headers alone). Elsewhere (the console's
