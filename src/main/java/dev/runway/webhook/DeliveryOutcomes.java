@@ -99,12 +99,12 @@ final class DeliveryOutcomes {
     waitingCount.incrementAndGet();
   }
 
-  /** Whether the outcomes waiting are to be recorded now: they waited long enough, fill a batch, or {@code placesShort}. */
+  /** Whether to record the outcomes waiting now: they waited long enough, fill a batch, or {@code placesShort}. */
   boolean dueNow(boolean placesShort) {
     return System.nanoTime() - recordedAt >= RECORD_EVERY_NANOS || waitingCount.get() >= RECORD_BATCH || placesShort;
   }
 
-  /** How long until the outcomes waiting are to be recorded, at least a millisecond; none waiting: {@link Long#MAX_VALUE}. */
+  /** How long until the outcomes waiting are to be recorded, at least 1 ms; none waiting: {@link Long#MAX_VALUE}. */
   long millisUntilDue() {
     if (waitingCount.get() <= 0) {
       return Long.MAX_VALUE;
@@ -186,7 +186,10 @@ final class DeliveryOutcomes {
     }
   }
 
-  /** Records one outcome; a failure marks its endpoint failing, and disables it once failing for webhooks.disable_after_hours. */
+  /**
+   * Records one outcome. A failure marks its endpoint failing, and disables it once failing for
+   * webhooks.disable_after_hours; a 410 disables it at once.
+   */
   private void record(Tx tx, Outcome o) {
     WebhookDao dao = tx.dao(WebhookDao.class);
     WebhookEndpoint endpoint = o.endpoint();

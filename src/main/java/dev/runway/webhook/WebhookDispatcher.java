@@ -30,11 +30,11 @@ import org.slf4j.LoggerFactory;
  * no thread and no pooled connection. Each endpoint has its own bound of attempts in flight, so a
  * slow or dead endpoint holds only its own places; as many more of its deliveries may be claimed
  * and wait in this instance for a place (see {@link Lane}). An attempt's outcome is recorded
- * through the group commit, together with the others that ended meanwhile (see
- * {@link DeliveryOutcomes}); a crash before that
- * leaves the lease to expire, and the delivery is attempted again (at least once). A workspace
- * holds at most its fair share of the instance's places (see {@link FairShares}): its deliveries
- * past it wait, and the due deliveries of other workspaces are claimed past them.
+ * through the group commit, together with the others that ended meanwhile (see {@link
+ * DeliveryOutcomes}); a crash before that leaves the lease to expire, and the delivery is attempted
+ * again (at least once). A workspace holds at most its fair share of the instance's places (see
+ * {@link FairShares}): its deliveries past it wait, and the due deliveries of other workspaces are
+ * claimed past them.
  *
  * <p>A delivery stored by this instance's own commits is, when there is room for it, stored leased
  * to the dispatcher already and handed to it after the commit (see {@link WebhookOutbox.Handoff}):
@@ -194,12 +194,12 @@ public final class WebhookDispatcher implements AutoCloseable, WebhookOutbox.Han
    * <p>The deliveries due first may all be of endpoints that have no room. Finding the others then
    * means reading past every due delivery of those endpoints (the index is by due time), which
    * behind a large backlog costs far more than the deliveries it finds, and mostly finds none. So a
-   * round looks past them only once
-   * {@link #LOOK_PAST_SHARE} times as long as the last such look took has gone by (it then takes at
-   * most a tenth of this thread's time), and at least {@link #LOOK_PAST_MIN_NANOS} after a look that
-   * found deliveries, twice as long as the time before after one that found none, up to
-   * webhooks.poll_interval_ms; it goes on looking as long as it finds full batches. Another
-   * endpoint's deliveries wait that long at most behind the backlog of a busy or slow one.
+   * round looks past them only once {@link #LOOK_PAST_SHARE} times as long as the last such look
+   * took has gone by (it then takes at most a tenth of this thread's time), and at least {@link
+   * #LOOK_PAST_MIN_NANOS} after a look that found deliveries, twice as long as the time before
+   * after one that found none, up to webhooks.poll_interval_ms; it goes on looking as long as it
+   * finds full batches. Another endpoint's deliveries wait that long at most behind the backlog of
+   * a busy or slow one.
    */
   private boolean claimAndSend() {
     if (outcomes.dueNow(inFlight.get() + CLAIM_BATCH > settings.maxInFlight())) {
