@@ -2,10 +2,10 @@ package dev.runway.agent;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import dev.runway.core.Json;
+import dev.runway.core.Time;
+import dev.runway.outbound.RetryAfter;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
-import java.time.ZonedDateTime;
-import java.time.format.DateTimeFormatter;
 import java.util.ArrayList;
 import java.util.List;
 
@@ -30,7 +30,7 @@ public sealed interface ModelOutcome permits ModelOutcome.Answer, ModelOutcome.F
     if (status < 200 || status > 299) {
       boolean retryable = status == 408 || status == 409 || status == 429 || status >= 500;
       return new Failure(status, "the model answered HTTP " + status + errorMessage(body), retryable,
-          retryAfter(retryAfter));
+          RetryAfter.parse(retryAfter, Time.now(), Backoff.MAX));
     }
     if (cut) {
       return new Failure(status, "the model's answer is larger than agents.model.max_response_bytes", false, null);
@@ -81,24 +81,5 @@ public sealed interface ModelOutcome permits ModelOutcome.Answer, ModelOutcome.F
     }
     text = text.replaceAll("\\s+", " ").trim();
     return ": " + (text.length() > 300 ? text.substring(0, 300) + "…" : text);
-  }
-
-  /** Retry-After as seconds or an HTTP date; null when absent or unreadable. */
-  static Duration retryAfter(String value) {
-    if (value == null || value.isBlank()) {
-      return null;
-    }
-    try {
-      double seconds = Double.parseDouble(value.trim());
-      return seconds >= 0 ? Duration.ofMillis((long) (seconds * 1000)) : null;
-    } catch (NumberFormatException notSeconds) {
-      try {
-        Duration d = Duration.between(java.time.Instant.now(),
-            ZonedDateTime.parse(value.trim(), DateTimeFormatter.RFC_1123_DATE_TIME).toInstant());
-        return d.isNegative() ? Duration.ZERO : d;
-      } catch (RuntimeException notADate) {
-        return null;
-      }
-    }
   }
 }

@@ -2,31 +2,22 @@ package dev.runway.webhook;
 
 import dev.runway.core.FairShares;
 import dev.runway.core.Time;
-import dev.runway.db.OverloadedException;
-import dev.runway.db.Tx;
 import dev.runway.outbound.OutboundHttp;
 import java.net.URI;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.time.Instant;
-import java.time.ZonedDateTime;
-import java.time.format.DateTimeFormatter;
-import java.time.format.DateTimeParseException;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.HashSet;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.Objects;
 import java.util.Queue;
 import java.util.Set;
 import java.util.UUID;
-import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentLinkedQueue;
-import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.stream.Collectors;
@@ -39,10 +30,11 @@ import org.slf4j.LoggerFactory;
  * no thread and no pooled connection. Each endpoint has its own bound of attempts in flight, so a
  * slow or dead endpoint holds only its own places; as many more of its deliveries may be claimed
  * and wait in this instance for a place (see {@link Lane}). An attempt's outcome is recorded
- * through the group commit, together with the others that ended meanwhile; a crash before that
- * leaves the lease to expire, and the delivery is attempted again (at least once). A workspace
- * holds at most its fair share of the instance's places (see {@link FairShares}): its deliveries
- * past it wait, and the due deliveries of other workspaces are claimed past them.
+ * through the group commit, together with the others that ended meanwhile (see {@link
+ * DeliveryOutcomes}); a crash before that leaves the lease to expire, and the delivery is attempted
+ * again (at least once). A workspace holds at most its fair share of the instance's places (see
+ * {@link FairShares}): its deliveries past it wait, and the due deliveries of other workspaces are
+ * claimed past them.
  *
  * <p>A delivery stored by this instance's own commits is, when there is room for it, stored leased
  * to the dispatcher already and handed to it after the commit (see {@link WebhookOutbox.Handoff}):
@@ -53,31 +45,15 @@ public final class WebhookDispatcher implements AutoCloseable, WebhookOutbox.Han
   private static final Logger LOG = LoggerFactory.getLogger(WebhookDispatcher.class);
   /** Most deliveries claimed in one round. */
   private static final int CLAIM_BATCH = 100;
-  /** Retry delays grow four times per attempt, up to this. */
-  private static final Duration MAX_DELAY = Duration.ofHours(10);
-  private static final Duration MAX_RETRY_AFTER = Duration.ofHours(24);
-  static final int MAX_RESPONSE_EXCERPT = 2048;
   /** Looking past the endpoints without room (see claimAndSend) takes at most 1/this of the dispatcher's time... */
   private static final long LOOK_PAST_SHARE = 10;
   /** ...and happens at most this often: the wait after a look that found something. */
   private static final long LOOK_PAST_MIN_NANOS = 50_000_000;
-  /** Most outcomes recorded in one write. */
-  private static final int RECORD_BATCH = 256;
-  /**
-   * Outcomes wait up to this long to be recorded together (unless a batch is waiting, or the
-   * instance's places run short). Each group commit that records some writes the pages of the
-   * deliveries, their due and updated indexes and the attempts (H2 writes them all at each commit);
-   * recorded at every round, outcomes were in nearly every commit, and under start-run load with an
-   * endpoint enabled run starts lost two thirds of their throughput instead of half.
-   */
-  private static final long RECORD_EVERY_NANOS = 25_000_000;
   /**
    * How large a body a claim counts on before reading it: a run event's data is at most 64 KiB
    * (RunView.MAX_EVENT_DATA_CHARS), with its envelope.
    */
   private static final long PAYLOAD_ESTIMATE = 66 * 1024;
-  /** Endpoints whose decrypted secrets are kept; past it the keeping starts afresh. */
-  private static final int MAX_KEPT_SECRETS = 10_000;
 
   private final WebhookService service;
   private final WebhookSettings settings;
@@ -101,13 +77,8 @@ public final class WebhookDispatcher implements AutoCloseable, WebhookOutbox.Han
    * (see FairShares), so that one with hundreds of endpoints cannot take every place.
    */
   private final Map<String, Integer> heldByWorkspace = new ConcurrentHashMap<>();
-  /** Outcomes not yet handed to the group commit, in the order their attempts ended. */
-  private final Queue<Outcome> outcomes = new ConcurrentLinkedQueue<>();
-  private final AtomicInteger outcomeCount = new AtomicInteger();
-  /** When outcomes were last handed to the group commit (the dispatcher's thread only). */
-  private long recordedAt = System.nanoTime();
-  /** Each endpoint's live secrets, decrypted, with the stored values they were decrypted from. */
-  private final Map<String, Secrets> secrets = new ConcurrentHashMap<>();
+  private final DeliveryOutcomes outcomes;
+  private final EndpointSecrets secrets;
   /** Deliveries handed over after the commits that stored them leased (see {@link #handOver}), to be sent. */
   private final Queue<WebhookOutbox.Handed> handed = new ConcurrentLinkedQueue<>();
   /** How many of them: they count against the bounds before they are taken up. */
@@ -127,9 +98,9 @@ public final class WebhookDispatcher implements AutoCloseable, WebhookOutbox.Han
    * Whether deliveries may be due that the last look did not find: set when this instance stored
    * or made due some (a commit with {@link WebhookOutbox#takeStored}) and while the looks find
    * some; else the dispatcher looks every webhooks.poll_interval_ms (for those of other instances,
-   * retries coming due, leases run out). A round runs at every outcome and every handover: with
-   * the deliveries in flight held in the due index (until their outcomes are recorded), a look
-   * read them all to find nothing, round after round.
+   * retries coming due, leases run out). A round runs at every outcome and every handover, and a
+   * look reads the deliveries in flight too (they stay in the due index until their outcomes are
+   * recorded): looking at every round would read them all for nothing.
    */
   private volatile boolean dueMaybe = true;
   private long lastLook = System.nanoTime();
@@ -140,6 +111,8 @@ public final class WebhookDispatcher implements AutoCloseable, WebhookOutbox.Han
     this.singleProcess = singleProcess;
     this.settings = service.settings();
     this.outbound = outbound;
+    this.outcomes = new DeliveryOutcomes(service, new RetrySchedule(settings.retryBase()), this::release);
+    this.secrets = new EndpointSecrets(service::secrets);
     this.stopListening = service.committer().addCommitListener(workspaces -> {
       if (service.outbox().takeStored()) {
         wake();
@@ -200,9 +173,7 @@ public final class WebhookDispatcher implements AutoCloseable, WebhookOutbox.Han
       }
       long waitMillis = lookPastWanted ? Math.max(1, (lookPastAt - System.nanoTime()) / 1_000_000)
           : settings.pollInterval().toMillis();
-      if (outcomeCount.get() > 0) { // to be recorded when their wait is over
-        waitMillis = Math.min(waitMillis, Math.max(1, (recordedAt + RECORD_EVERY_NANOS - System.nanoTime()) / 1_000_000));
-      }
+      waitMillis = Math.min(waitMillis, outcomes.millisUntilDue());
       synchronized (signal) {
         if (!woken && !closing) {
           try {
@@ -221,20 +192,18 @@ public final class WebhookDispatcher implements AutoCloseable, WebhookOutbox.Han
    * due that it could take at once.
    *
    * <p>The deliveries due first may all be of endpoints that have no room. Finding the others then
-   * means reading past every due delivery of those endpoints (the index is by due time): under a
-   * backlog of ten thousands, that cost far more than the deliveries it found, and with one busy
-   * endpoint nearly every round did it and found none. So a round looks past them only once
-   * {@link #LOOK_PAST_SHARE} times as long as the last such look took has gone by (it then takes at
-   * most a tenth of this thread's time), and at least {@link #LOOK_PAST_MIN_NANOS} after a look that
-   * found deliveries, twice as long as the time before after one that found none, up to
-   * webhooks.poll_interval_ms; it goes on looking as long as it finds full batches. Another
-   * endpoint's deliveries wait that long at most behind the backlog of a busy or slow one.
+   * means reading past every due delivery of those endpoints (the index is by due time), which
+   * behind a large backlog costs far more than the deliveries it finds, and mostly finds none. So a
+   * round looks past them only once {@link #LOOK_PAST_SHARE} times as long as the last such look
+   * took has gone by (it then takes at most a tenth of this thread's time), and at least {@link
+   * #LOOK_PAST_MIN_NANOS} after a look that found deliveries, twice as long as the time before
+   * after one that found none, up to webhooks.poll_interval_ms; it goes on looking as long as it
+   * finds full batches. Another endpoint's deliveries wait that long at most behind the backlog of
+   * a busy or slow one.
    */
   private boolean claimAndSend() {
-    long sinceRecorded = System.nanoTime() - recordedAt;
-    if (sinceRecorded >= RECORD_EVERY_NANOS || outcomeCount.get() >= RECORD_BATCH
-        || inFlight.get() + CLAIM_BATCH > settings.maxInFlight()) {
-      recordOutcomes();
+    if (outcomes.dueNow(inFlight.get() + CLAIM_BATCH > settings.maxInFlight())) {
+      outcomes.recordWaiting();
     }
     sendHanded();
     long bytesRoom = settings.maxBytesInFlight() - bytesInFlight.get();
@@ -305,8 +274,8 @@ public final class WebhookDispatcher implements AutoCloseable, WebhookOutbox.Han
     // ended, a timeout at most, and then take a timeout itself.
     Instant leaseUntil = leaseUntil(now);
     if (singleProcess) {
-      // H2: the leases are written by the group commit, with whatever else commits then; in a
-      // transaction of their own they were a commit (a chunk written to the file) for every round.
+      // H2: the leases are written by the group commit, with whatever else commits then, rather than
+      // making a commit (a chunk written to the file) of their own every round.
       service.committer().commit(List.of(), tx -> DispatchQueries.claim(tx.connection(), ids, token, leaseUntil, now));
     } else {
       // PostgreSQL: in a transaction of their own, so that another instance claiming the same
@@ -503,9 +472,9 @@ public final class WebhookDispatcher implements AutoCloseable, WebhookOutbox.Han
       headers.put("Content-Type", "application/json");
       headers.put("webhook-id", c.eventId());
       headers.put("webhook-timestamp", Long.toString(timestamp));
-      headers.put("webhook-signature", Signatures.header(secrets(endpoint, started), c.eventId(), timestamp, body));
+      headers.put("webhook-signature", Signatures.header(secrets.live(endpoint, started), c.eventId(), timestamp, body));
       call = new OutboundHttp.Call("POST", URI.create(endpoint.url()), headers, body, settings.timeout(),
-          MAX_RESPONSE_EXCERPT);
+          DeliveryOutcomes.MAX_RESPONSE_EXCERPT);
     } catch (RuntimeException e) {
       ended(lane);
       finish(c, token, endpoint, started, null, null, "the delivery could not be made: " + e.getMessage());
@@ -530,208 +499,17 @@ public final class WebhookDispatcher implements AutoCloseable, WebhookOutbox.Han
   private void finish(DispatchQueries.Claimed c, String token, WebhookEndpoint endpoint, Instant started,
       Integer status, OutboundHttp.Answer answer, String error) {
     Instant now = Time.now();
-    int attempts = c.attempts() + (endpoint != null && endpoint.enabled() ? 1 : 0);
-    boolean succeeded = status != null && status >= 200 && status < 300;
-    boolean gone = status != null && status == 410;
-    String why = error != null ? error : succeeded ? null
-        : status >= 300 && status < 400 ? "answered " + status + " (redirects are not followed)" : "answered " + status;
-    Instant next = null;
-    String outcome = WebhookDelivery.SUCCEEDED;
-    if (!succeeded) {
-      next = gone || endpoint == null || !endpoint.enabled() ? null : now.plus(delay(attempts, answer));
-      outcome = next == null || next.isAfter(c.giveUpAt()) ? WebhookDelivery.FAILED : WebhookDelivery.PENDING;
-      if (outcome.equals(WebhookDelivery.FAILED)) {
-        next = null;
-      }
-    }
-    WebhookAttempt attempt = endpoint == null || !endpoint.enabled() ? null : new WebhookAttempt(c.id(), attempts,
-        started, (int) Duration.between(started, now).toMillis(), status, excerpt(answer), why);
-    service.metrics().webhookDelivery(outcome, attempt != null, Duration.between(started, now));
+    DeliveryOutcomes.Outcome outcome = outcomes.of(c, token, endpoint, started, status, answer, error, now);
+    service.metrics().webhookDelivery(outcome.outcome(), outcome.attempt() != null, Duration.between(started, now));
     bytesInFlight.addAndGet(-c.weight());
-    outcomes.add(new Outcome(c.withoutPayload(), token, endpoint, outcome, attempts, next, status, why, attempt, gone, now));
-    outcomeCount.incrementAndGet();
+    outcomes.add(outcome);
     signal(); // the next round hands it to the group commit
   }
 
-  /** An attempt's outcome, to be recorded. */
-  private record Outcome(DispatchQueries.Claimed c, String token, WebhookEndpoint endpoint, String outcome,
-      int attempts, Instant next, Integer status, String why, WebhookAttempt attempt, boolean gone, Instant now) {
-    /** A success of an attempt made: all it changes is the delivery, its attempts and perhaps failing_since. */
-    boolean plainSuccess() {
-      return attempt != null && outcome.equals(WebhookDelivery.SUCCEEDED);
-    }
-  }
-
-  /**
-   * Hands the outcomes waiting to the group commit, one write per workspace (of the dispatcher's
-   * thread, at the start of each round; of the closing thread at close). The round's claim follows
-   * at once, so on H2 both usually share one commit: outcomes recorded on their own were a commit
-   * (a chunk written to the file) for every few deliveries.
-   */
-  private void recordOutcomes() {
-    recordedAt = System.nanoTime();
-    while (!outcomes.isEmpty()) {
-      List<Outcome> batch = new ArrayList<>();
-      for (Outcome o = outcomes.poll(); o != null; o = batch.size() < RECORD_BATCH ? outcomes.poll() : null) {
-        batch.add(o);
-      }
-      outcomeCount.addAndGet(-batch.size());
-      Map<String, List<Outcome>> byWorkspace = new LinkedHashMap<>();
-      batch.forEach(o -> byWorkspace.computeIfAbsent(o.c().workspaceId(), k -> new ArrayList<>()).add(o));
-      for (Map.Entry<String, List<Outcome>> e : byWorkspace.entrySet()) {
-        List<Outcome> theirs = e.getValue();
-        try {
-          service.committer().submit(e.getKey(), tx -> {
-            record(tx, theirs);
-            return (Void) null;
-          }).whenComplete((ok, failed) -> {
-            if (failed != null) {
-              LOG.warn("could not record the attempts of {} webhook deliveries: {}", theirs.size(),
-                  failed.getMessage());
-            }
-            release(theirs.size());
-          });
-        } catch (OverloadedException overloaded) {
-          release(theirs.size()); // the leases expire and the deliveries are attempted again
-        }
-      }
-    }
-  }
-
-  /**
-   * Records outcomes in the order their attempts ended: a run of plain successes in one batch
-   * (DispatchQueries.recordSuccesses), anything else (a failure, a 410, a delivery of a disabled
-   * endpoint) on its own, after the successes before it.
-   */
-  private void record(Tx tx, List<Outcome> batch) {
-    List<Outcome> successes = new ArrayList<>();
-    for (Outcome o : batch) {
-      if (o.plainSuccess()) {
-        successes.add(o);
-        continue;
-      }
-      recordSuccesses(tx, successes);
-      successes.clear();
-      record(tx, o.c(), o.token(), o.endpoint(), o.outcome(), o.attempts(), o.next(), o.status(), o.why(), o.attempt(),
-          o.gone(), o.now());
-    }
-    recordSuccesses(tx, successes);
-  }
-
-  private static void recordSuccesses(Tx tx, List<Outcome> successes) {
-    if (successes.isEmpty()) {
-      return;
-    }
-    boolean[] recorded = DispatchQueries.recordSuccesses(tx.connection(), successes.stream()
-        .map(o -> new DispatchQueries.Success(o.c().id(), o.token(), o.attempts(), o.status(), o.now(), o.attempt()))
-        .toList());
-    Set<String> recovered = new HashSet<>();
-    for (int i = 0; i < recorded.length; i++) {
-      WebhookEndpoint endpoint = successes.get(i).endpoint();
-      if (recorded[i] && endpoint.failingSince() != null) {
-        recovered.add(endpoint.id());
-      }
-    }
-    if (!recovered.isEmpty()) { // rare: attaching the DAO costs more than the batches above
-      WebhookDao dao = tx.dao(WebhookDao.class);
-      recovered.forEach(dao::notFailing);
-    }
-  }
-
-  private void record(Tx tx, DispatchQueries.Claimed c, String token, WebhookEndpoint endpoint, String outcome,
-      int attempts, Instant next, Integer status, String why, WebhookAttempt attempt, boolean gone, Instant now) {
-    WebhookDao dao = tx.dao(WebhookDao.class);
-    if (dao.attempted(c.id(), token, outcome, attempts, next, status, why == null ? null : cut(why, 500), now) == 0) {
-      return; // the lease ran out and another attempt has it now
-    }
-    if (attempt == null) {
-      return;
-    }
-    dao.insertAttempt(attempt);
-    if (outcome.equals(WebhookDelivery.SUCCEEDED)) {
-      if (endpoint.failingSince() != null) {
-        dao.notFailing(endpoint.id());
-      }
-    } else if (gone) {
-      WebhookService.disable(tx, endpoint, "gone", now);
-    } else {
-      dao.failingSince(endpoint.id(), now);
-      // Read again: the endpoint may have been enabled anew (failing_since cleared) since the claim.
-      WebhookEndpoint current = dao.endpoint(endpoint.workspaceId(), endpoint.id()).orElse(null);
-      if (current != null && current.failingSince() != null
-          && !current.failingSince().plus(settings.disableAfter()).isAfter(now)) {
-        WebhookService.disable(tx, current, "failing", now);
-      }
-    }
-  }
   /** Outcomes were recorded (or given up on: their leases expire): the instance has their places again. */
   private void release(int n) {
     inFlight.addAndGet(-n);
     signal();
-  }
-
-  /** The stored secrets an endpoint's live secrets were decrypted from, and those. */
-  private record Secrets(String secret, String previousSecret, boolean previousLive, List<String> live) {}
-
-  /** The endpoint's live secrets, decrypted once per stored value (not at each attempt). */
-  private List<String> secrets(WebhookEndpoint e, Instant now) {
-    boolean previousLive = e.previousSecret() != null && e.previousSecretUntil() != null
-        && e.previousSecretUntil().isAfter(now);
-    Secrets kept = secrets.get(e.id());
-    if (kept == null || !kept.secret().equals(e.secret()) || !Objects.equals(kept.previousSecret(), e.previousSecret())
-        || kept.previousLive() != previousLive) {
-      if (secrets.size() >= MAX_KEPT_SECRETS) {
-        secrets.clear();
-      }
-      kept = new Secrets(e.secret(), e.previousSecret(), previousLive, service.secrets(e, now));
-      secrets.put(e.id(), kept);
-    }
-    return kept.live();
-  }
-
-  /**
-   * The wait before the next attempt: Retry-After when the endpoint sent one (at most a day),
-   * else the base delay times four per attempt made, at most 10 hours, with jitter of ±20%.
-   */
-  Duration delay(int attempts, OutboundHttp.Answer answer) {
-    Duration retryAfter = answer == null ? null : retryAfter(answer.retryAfter(), Time.now());
-    if (retryAfter != null) {
-      return retryAfter;
-    }
-    double factor = Math.pow(4, Math.min(attempts - 1, 20));
-    double millis = Math.min(settings.retryBase().toMillis() * factor, MAX_DELAY.toMillis());
-    return Duration.ofMillis((long) (millis * ThreadLocalRandom.current().nextDouble(0.8, 1.2)));
-  }
-
-  /** Retry-After as seconds or an HTTP date, between 0 and a day; null when absent or unreadable. */
-  static Duration retryAfter(String value, Instant now) {
-    if (value == null || value.isBlank()) {
-      return null;
-    }
-    Duration d;
-    try {
-      d = Duration.ofSeconds(Long.parseLong(value.trim()));
-    } catch (NumberFormatException e) {
-      try {
-        d = Duration.between(now, ZonedDateTime.parse(value.trim(), DateTimeFormatter.RFC_1123_DATE_TIME).toInstant());
-      } catch (DateTimeParseException unreadable) {
-        return null;
-      }
-    }
-    return d.isNegative() ? Duration.ZERO : d.compareTo(MAX_RETRY_AFTER) > 0 ? MAX_RETRY_AFTER : d;
-  }
-
-  private static String excerpt(OutboundHttp.Answer answer) {
-    if (answer == null || answer.body() == null || answer.body().length == 0) {
-      return null;
-    }
-    String text = new String(answer.body(), 0, Math.min(answer.body().length, MAX_RESPONSE_EXCERPT),
-        StandardCharsets.UTF_8).replace('\0', ' ');
-    return cut(text, MAX_RESPONSE_EXCERPT);
-  }
-
-  private static String cut(String text, int max) {
-    return text.length() <= max ? text : text.substring(0, max);
   }
 
   /**
@@ -772,7 +550,7 @@ public final class WebhookDispatcher implements AutoCloseable, WebhookOutbox.Han
       }
       long until = System.nanoTime() + 5_000_000_000L;
       while (inFlight.get() > 0 && System.nanoTime() < until) {
-        recordOutcomes();
+        outcomes.recordWaiting();
         Thread.sleep(20);
       }
     } catch (InterruptedException e) {
