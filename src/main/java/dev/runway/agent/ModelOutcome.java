@@ -1,6 +1,7 @@
 package dev.runway.agent;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import dev.runway.core.Backoff;
 import dev.runway.core.Json;
 import dev.runway.core.Time;
 import dev.runway.outbound.RetryAfter;

@@ -4,6 +4,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.runway.agent.AgentDefinition;
 import dev.runway.agent.ModelOutcome;
+import dev.runway.core.Backoff;
 import dev.runway.core.Json;
 import dev.runway.core.Time;
 import dev.runway.db.GroupCommitter;

@@ -2,6 +2,7 @@ package dev.runway.engine;
 
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.runway.core.Backoff;
 import dev.runway.core.Json;
 import dev.runway.core.Time;
 import dev.runway.db.GroupCommitter;
