@@ -17,6 +17,7 @@ import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 
 /**
  * An HTTP client for one test: sends the test's key unless told otherwise, and returns {@link Reply}s.
@@ -148,15 +149,7 @@ public final class Http {
       return sendOwn(method, path, key, body, contentType, headers);
     }
     Request.Builder builder = new Request.Builder().url(client.getOrigin() + path);
-    if (key != null) {
-      builder.header("Authorization", "Bearer " + key);
-    }
-    if (contentType != null) {
-      builder.header("Content-Type", contentType);
-    }
-    for (int i = 0; i + 1 < headers.length; i += 2) {
-      builder.header(headers[i], headers[i + 1]);
-    }
+    headers(key, contentType, headers).forEach(h -> builder.header(h.getKey(), h.getValue()));
     switch (method) {
       case "GET" -> builder.get();
       case "POST" -> builder.post(body);
@@ -180,15 +173,7 @@ public final class Http {
       String... headers) {
     HttpRequest.Builder builder = HttpRequest.newBuilder(URI.create(origin + path)).timeout(timeout)
         .method(method, body);
-    if (key != null) {
-      builder.header("Authorization", "Bearer " + key);
-    }
-    if (contentType != null) {
-      builder.header("Content-Type", contentType);
-    }
-    for (int i = 0; i + 1 < headers.length; i += 2) {
-      builder.header(headers[i], headers[i + 1]);
-    }
+    headers(key, contentType, headers).forEach(h -> builder.header(h.getKey(), h.getValue()));
     try {
       HttpResponse<String> response = ownClient.send(builder.build(), HttpResponse.BodyHandlers.ofString());
       return new Reply(response.statusCode(), new io.javalin.testtools.HttpHeaders(response.headers()),
@@ -199,6 +184,21 @@ public final class Http {
       Thread.currentThread().interrupt();
       throw new IllegalStateException("interrupted: " + method + " " + origin + path, e);
     }
+  }
+
+  /** A request's headers in order: the key's Authorization, the Content-Type, then the name, value pairs given. */
+  private static List<Map.Entry<String, String>> headers(String key, String contentType, String... pairs) {
+    List<Map.Entry<String, String>> headers = new ArrayList<>();
+    if (key != null) {
+      headers.add(Map.entry("Authorization", "Bearer " + key));
+    }
+    if (contentType != null) {
+      headers.add(Map.entry("Content-Type", contentType));
+    }
+    for (int i = 0; i + 1 < pairs.length; i += 2) {
+      headers.add(Map.entry(pairs[i], pairs[i + 1]));
+    }
+    return headers;
   }
 
   /** A response: status, headers and body. */
