@@ -2,6 +2,7 @@ package dev.runway;
 
 import dev.runway.support.TempFiles;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -11,15 +12,12 @@ import dev.runway.auth.Scope;
 import dev.runway.config.Settings;
 import dev.runway.core.Json;
 import dev.runway.support.BothDatabases;
+import dev.runway.support.Http;
 import dev.runway.support.TestDatabase;
-import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.net.ConnectException;
 import java.net.InetAddress;
 import java.net.ServerSocket;
-import java.net.URI;
-import java.net.http.HttpClient;
-import java.net.http.HttpRequest;
-import java.net.http.HttpResponse;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.sql.Connection;
@@ -27,8 +25,6 @@ import java.util.List;
 
 /** The public embedding API: Runway.start on a random port, with its own pool or the caller's DataSource. */
 class EmbeddingTest {
-  private final HttpClient client = HttpClient.newHttpClient();
-
   @BothDatabases
   void start_serves_on_a_random_port_and_close_stops_it(TestDatabase db) throws Exception {
     Settings settings = db.settingsForFreshDatabase();
@@ -36,16 +32,17 @@ class EmbeddingTest {
     try (Runway runway = Runway.start(settings)) {
       port = runway.port();
       assertTrue(port > 0);
-      assertEquals(200, get(port, "/readyz", null).statusCode());
+      assertEquals(200, Http.onPort(port, null).get("/readyz").status());
       String key = runway.keys().create("embedded", "app", List.of(Scope.values()), null, null).key();
-      HttpResponse<String> put = send(port, "PUT", "/v1/workflows/sync", key, "{\"name\":\"Sync\"}");
-      assertEquals(201, put.statusCode(), put.body());
-      HttpResponse<String> run = send(port, "POST", "/v1/workflows/sync/runs", key, "{\"project\":\"crm\"}");
-      assertEquals(200, run.statusCode(), run.body());
+      Http http = Http.onPort(port, key);
+      Http.Reply put = http.put("/v1/workflows/sync", "{\"name\":\"Sync\"}");
+      assertEquals(201, put.status(), put.body());
+      Http.Reply run = http.post("/v1/workflows/sync/runs", "{\"project\":\"crm\"}");
+      assertEquals(200, run.status(), run.body());
       String id = Json.tree(run.body()).get("id").asText();
-      assertEquals(200, get(port, "/v1/runs/" + id, key).statusCode());
+      assertEquals(200, http.get("/v1/runs/" + id).status());
     }
-    assertThrows(ConnectException.class, () -> get(port, "/healthz", null));
+    assertRefused(port);
   }
 
   @BothDatabases
@@ -57,7 +54,7 @@ class EmbeddingTest {
     config.setPassword(settings.asMap().get("db.password"));
     try (HikariDataSource own = new HikariDataSource(config)) {
       try (Runway runway = Runway.start(settings, own)) {
-        assertEquals(200, get(runway.port(), "/healthz", null).statusCode());
+        assertEquals(200, Http.onPort(runway.port(), null).get("/healthz").status());
       }
       try (Connection c = own.getConnection()) {
         assertTrue(c.isValid(2), "the caller's DataSource is still usable after close");
@@ -77,12 +74,12 @@ class EmbeddingTest {
     try (Runway runway = Runway.start(settings)) {
       key = runway.firstAdminKey().orElseThrow();
       assertTrue(key.startsWith("wsk_"));
-      HttpResponse<String> run = send(runway.port(), "POST", "/v1/workflows/hello/runs", key, "{\"project\":\"demo\"}");
-      assertEquals(200, run.statusCode(), run.body());
+      Http.Reply run = Http.onPort(runway.port(), key).post("/v1/workflows/hello/runs", "{\"project\":\"demo\"}");
+      assertEquals(200, run.status(), run.body());
     }
     try (Runway again = Runway.start(settings)) {
       assertTrue(again.firstAdminKey().isEmpty(), "the admin key is made only on the first start");
-      assertEquals(200, get(again.port(), "/v1/workflows/hello", key).statusCode(), "the key still works");
+      assertEquals(200, Http.onPort(again.port(), key).get("/v1/workflows/hello").status(), "the key still works");
     }
   }
 
@@ -112,24 +109,12 @@ class EmbeddingTest {
     }
     assertTrue(Thread.getAllStackTraces().keySet().stream()
         .noneMatch(t -> t.getName().equals("runway-engine-dispatcher") && t.isAlive()), "the engine stopped");
-    assertThrows(ConnectException.class, () -> get(port, "/healthz", null));
+    assertRefused(port);
   }
 
-  private HttpResponse<String> get(int port, String path, String key) throws IOException, InterruptedException {
-    HttpRequest.Builder request = HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + path));
-    if (key != null) {
-      request.header("Authorization", "Bearer " + key);
-    }
-    return client.send(request.build(), HttpResponse.BodyHandlers.ofString());
-  }
-
-  private HttpResponse<String> send(int port, String method, String path, String key, String body)
-      throws IOException, InterruptedException {
-    HttpRequest request = HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + path))
-        .header("Authorization", "Bearer " + key)
-        .header("Content-Type", "application/json")
-        .method(method, HttpRequest.BodyPublishers.ofString(body))
-        .build();
-    return client.send(request, HttpResponse.BodyHandlers.ofString());
+  /** Nothing listens on the port any more: a connection to it is refused. */
+  private static void assertRefused(int port) {
+    assertInstanceOf(ConnectException.class,
+        assertThrows(UncheckedIOException.class, () -> Http.onPort(port, null).get("/healthz")).getCause());
   }
 }

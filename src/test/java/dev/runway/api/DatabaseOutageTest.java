@@ -9,12 +9,10 @@ import dev.runway.auth.Scope;
 import dev.runway.config.Settings;
 import dev.runway.core.Json;
 import dev.runway.support.BothDatabases;
+import dev.runway.support.Http;
 import dev.runway.support.TcpProxy;
 import dev.runway.support.TestDatabase;
 import java.net.URI;
-import java.net.http.HttpClient;
-import java.net.http.HttpRequest;
-import java.net.http.HttpResponse;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -23,8 +21,6 @@ import org.h2.tools.Server;
 
 /** The database goes away: requests get a fast 503 (never a hang or a 500), /readyz says so, and all recovers. */
 class DatabaseOutageTest {
-  private final HttpClient client = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(2)).build();
-
   @BothDatabases
   void unreachable_database_gives_fast_503_and_the_server_recovers_by_itself(TestDatabase db) throws Exception {
     Server h2Server = null;
@@ -45,53 +41,40 @@ class DatabaseOutageTest {
       Settings settings = base.with("db.url", url).with("db.connection_timeout_ms", "1000");
       try (Runway runway = Runway.start(settings)) {
         String key = runway.keys().create("outage", "t", List.of(Scope.values()), null, null).key();
-        String base0 = "http://127.0.0.1:" + runway.port();
-        assertEquals(201, send("PUT", base0 + "/v1/workflows/w", key, "{}").statusCode());
-        String runId = Json.tree(send("POST", base0 + "/v1/workflows/w/runs", key, "{\"project\":\"p\"}").body())
-            .get("id").asText();
+        Http http = Http.onPort(runway.port(), key).timeout(Duration.ofSeconds(20));
+        assertEquals(201, http.put("/v1/workflows/w", "{}").status());
+        String runId = http.post("/v1/workflows/w/runs", "{\"project\":\"p\"}").json().get("id").asText();
 
         proxy.cut();
         for (String[] call : new String[][] {{"POST", "/v1/workflows/w/runs", "{\"project\":\"p\"}"},
             {"GET", "/v1/runs/" + runId, null}, {"GET", "/v1/runs", null}, {"PUT", "/v1/workflows/x", "{}"}}) {
           long t0 = System.nanoTime();
-          HttpResponse<String> r = send(call[0], base0 + call[1], key, call[2]);
+          Http.Reply r = http.send(call[0], call[1], key, call[2], call[2] == null ? null : "application/json");
           long ms = (System.nanoTime() - t0) / 1_000_000;
-          assertEquals(503, r.statusCode(), () -> call[0] + " " + call[1] + ": " + r.body());
-          assertTrue(r.headers().firstValue("Content-Type").orElse("").startsWith("application/problem+json"));
+          assertEquals(503, r.status(), () -> call[0] + " " + call[1] + ": " + r.body());
+          assertTrue(String.valueOf(r.header("Content-Type")).startsWith("application/problem+json"));
           assertEquals("unavailable", Json.tree(r.body()).get("code").asText());
-          assertTrue(r.headers().firstValue("Retry-After").isPresent(), "Retry-After");
+          assertTrue(r.header("Retry-After") != null, "Retry-After");
           assertTrue(ms < 3000, call[0] + " " + call[1] + " took " + ms + " ms");
         }
-        assertEquals(503, send("GET", base0 + "/readyz", null, null).statusCode());
-        assertEquals(200, send("GET", base0 + "/healthz", null, null).statusCode(), "the process itself is up");
+        assertEquals(503, http.get("/readyz", null).status());
+        assertEquals(200, http.get("/healthz", null).status(), "the process itself is up");
 
         proxy.restore();
         long deadline = System.nanoTime() + Duration.ofSeconds(15).toNanos();
         int status = 0;
         while (System.nanoTime() < deadline && status != 200) {
-          status = send("POST", base0 + "/v1/workflows/w/runs", key, "{\"project\":\"p\"}").statusCode();
+          status = http.post("/v1/workflows/w/runs", "{\"project\":\"p\"}").status();
           Thread.sleep(200);
         }
         assertEquals(200, status, "starts work again once the database is back");
-        assertEquals(200, send("GET", base0 + "/readyz", null, null).statusCode());
-        assertEquals(200, send("GET", base0 + "/v1/runs/" + runId, key, null).statusCode());
+        assertEquals(200, http.get("/readyz", null).status());
+        assertEquals(200, http.get("/v1/runs/" + runId).status());
       }
     } finally {
       if (h2Server != null) {
         h2Server.stop();
       }
     }
-  }
-
-  private HttpResponse<String> send(String method, String url, String key, String body) throws Exception {
-    HttpRequest.Builder b = HttpRequest.newBuilder(URI.create(url)).timeout(Duration.ofSeconds(20))
-        .method(method, body == null ? HttpRequest.BodyPublishers.noBody() : HttpRequest.BodyPublishers.ofString(body));
-    if (key != null) {
-      b.header("Authorization", "Bearer " + key);
-    }
-    if (body != null) {
-      b.header("Content-Type", "application/json");
-    }
-    return client.send(b.build(), HttpResponse.BodyHandlers.ofString());
   }
 }

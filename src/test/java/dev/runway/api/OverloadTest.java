@@ -9,11 +9,6 @@ import dev.runway.support.Api;
 import dev.runway.support.BothDatabases;
 import dev.runway.support.HeldCommits;
 import dev.runway.support.Http;
-import java.net.URI;
-import java.net.http.HttpClient;
-import java.net.http.HttpRequest;
-import java.net.http.HttpResponse;
-import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -118,10 +113,8 @@ class OverloadTest {
         Thread.sleep(500);
         assertTrue(starts.stream().noneMatch(Future::isDone), "the starts wait for the held commit");
 
-        HttpClient other = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(2)).build();
-        HttpResponse<String> health = other.send(HttpRequest.newBuilder(URI.create(http.origin() + "/healthz"))
-            .timeout(Duration.ofSeconds(3)).build(), HttpResponse.BodyHandlers.ofString());
-        assertEquals(200, health.statusCode(), "answered while 24 starts wait on 8 threads");
+        Http.Reply health = Http.at(http.origin(), null).timeout(Duration.ofSeconds(3)).get("/healthz");
+        assertEquals(200, health.status(), "answered while 24 starts wait on 8 threads");
 
         held.release();
         for (Future<Http.Reply> start : starts) {

@@ -13,11 +13,8 @@ import java.io.IOException;
 import java.io.OutputStream;
 import java.net.Socket;
 import java.net.URI;
-import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
-import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
-import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 
@@ -27,20 +24,16 @@ import java.util.List;
  * field echoed beyond its bound, whatever the answer (400, 403, 429).
  */
 class ConsoleBodiesTest {
-  private static final HttpClient CLIENT = HttpClient.newBuilder().followRedirects(HttpClient.Redirect.NEVER)
-      .connectTimeout(Duration.ofSeconds(5)).build();
-
   /** A chunked form of 1 MB is refused 413 by the reception, before the console parses a byte of it. */
   @BothDatabases
   void a_chunked_form_of_1_mb_is_413_without_being_parsed(Api api) throws Exception {
     api.test(http -> {
       byte[] form = ("csrf=x&password=y&email=" + "a".repeat(1_000_000) + "@example.com")
           .getBytes(StandardCharsets.US_ASCII);
-      HttpResponse<String> reply = CLIENT.send(HttpRequest.newBuilder(URI.create(http.origin() + "/console/signin"))
-          .header("Content-Type", "application/x-www-form-urlencoded")
-          .POST(HttpRequest.BodyPublishers.ofInputStream(() -> new ByteArrayInputStream(form))) // chunked
-          .build(), HttpResponse.BodyHandlers.ofString());
-      assertEquals(413, reply.statusCode(), reply::body);
+      Http.Reply reply = Http.at(http.origin(), null).sendPublisher("POST", "/console/signin", null,
+          HttpRequest.BodyPublishers.ofInputStream(() -> new ByteArrayInputStream(form)), // chunked
+          "application/x-www-form-urlencoded");
+      assertEquals(413, reply.status(), reply::body);
       assertTrue(reply.body().contains("\"code\":\"body_too_large\""), reply::body);
       assertTrue(reply.body().contains("16384 bytes"), reply::body);
       assertFalse(reply.body().contains("aaaa"), "nothing of it comes back");
@@ -69,15 +62,15 @@ class ConsoleBodiesTest {
       Browser browser = new Browser(http.origin());
       browser.get("/console/signin");
       String token = browser.csrf();
+      Http console = Http.at(http.origin(), null);
       for (String type : new String[] {"multipart/form-data; boundary=xyz", "text/plain", "application/json"}) {
         String body = type.startsWith("multipart") ? "--xyz\r\nContent-Disposition: form-data; name=\"csrf\"\r\n\r\n"
             + token + "\r\n--xyz--\r\n" : "csrf=" + token + "&email=a@example.com&password=whatever";
-        HttpResponse<String> reply = CLIENT.send(HttpRequest.newBuilder(URI.create(http.origin() + "/console/signin"))
-            .header("Content-Type", type).header("Cookie", "runway_session=" + browser.cookie("runway_session"))
-            .POST(HttpRequest.BodyPublishers.ofString(body)).build(), HttpResponse.BodyHandlers.ofString());
-        assertEquals(415, reply.statusCode(), () -> type + ": " + reply.body());
+        Http.Reply reply = console.send("POST", "/console/signin", null, body, type,
+            "Cookie", "runway_session=" + browser.cookie("runway_session"));
+        assertEquals(415, reply.status(), () -> type + ": " + reply.body());
         assertTrue(reply.body().contains("application/x-www-form-urlencoded"), reply::body);
-        assertTrue(reply.headers().firstValue("Content-Type").orElse("").startsWith("text/html"));
+        assertTrue(String.valueOf(reply.header("Content-Type")).startsWith("text/html"));
       }
     });
   }

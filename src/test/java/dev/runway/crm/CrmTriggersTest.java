@@ -19,10 +19,6 @@ import dev.runway.support.Api;
 import dev.runway.support.BothDatabases;
 import dev.runway.support.Http;
 import dev.runway.support.TestDatabase;
-import java.net.URI;
-import java.net.http.HttpClient;
-import java.net.http.HttpRequest;
-import java.net.http.HttpResponse;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashSet;
@@ -337,57 +333,34 @@ class CrmTriggersTest {
     // Without the engine nothing makes the runs: the requests wait in the queue.
     try (Runway runway = Runway.start(settings.with("engine.enabled", "false"))) {
       key = runway.keys().create("server", "app", List.of(Scope.values()), null, null).key();
-      Server server = new Server(runway.port(), key);
-      assertEquals(201, server.send("PUT", "/v1/workflows/on-contact", "{\"requires_approval\":true,\"triggers\":"
-          + "[{\"crm\":\"contacts\",\"on\":[\"created\"]}]}").statusCode());
-      assertEquals(200, server.send("POST", SYNC, newRecords("off-", 60)).statusCode());
-      assertEquals(0, server.runs(), "no engine, no runs");
+      Http server = Http.onPort(runway.port(), key);
+      assertEquals(201, server.put("/v1/workflows/on-contact", "{\"requires_approval\":true,\"triggers\":"
+          + "[{\"crm\":\"contacts\",\"on\":[\"created\"]}]}").status());
+      assertEquals(200, server.post(SYNC, newRecords("off-", 60)).status());
+      assertEquals(0, onContactRuns(server), "no engine, no runs");
     }
     try (Runway runway = Runway.start(settings.with("engine.enabled", "true"))) {
-      Server server = new Server(runway.port(), key);
-      server.awaitRuns(60);
+      Http server = Http.onPort(runway.port(), key);
+      awaitOnContactRuns(server, 60);
       // A sync now wakes the processor: its run follows.
-      assertEquals(200, server.send("POST", SYNC, newRecords("on-", 1)).statusCode());
-      server.awaitRuns(61);
+      assertEquals(200, server.post(SYNC, newRecords("on-", 1)).status());
+      awaitOnContactRuns(server, 61);
     }
   }
 
-  /** A started server's API, as a client sees it. */
-  private record Server(int port, String key) {
-    HttpResponse<String> send(String method, String path, String body) throws Exception {
-      HttpRequest.Builder request = HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + path))
-          .header("Authorization", "Bearer " + key);
-      if (body != null) {
-        request.header("Content-Type", "application/json");
-      }
-      request.method(method, body == null ? HttpRequest.BodyPublishers.noBody() : HttpRequest.BodyPublishers.ofString(body));
-      return HttpClient.newHttpClient().send(request.build(), HttpResponse.BodyHandlers.ofString());
-    }
+  /** How many runs of on-contact the API of a started server lists. */
+  private static int onContactRuns(Http server) {
+    return server.all("/v1/runs?workflow=on-contact&limit=100").size();
+  }
 
-    /** How many runs of on-contact the API lists. */
-    int runs() throws Exception {
-      int count = 0;
-      String after = null;
-      do {
-        HttpResponse<String> page = send("GET", "/v1/runs?workflow=on-contact&limit=100"
-            + (after == null ? "" : "&starting_after=" + after), null);
-        assertEquals(200, page.statusCode(), page::body);
-        JsonNode json = Json.tree(page.body());
-        count += json.get("data").size();
-        after = json.get("has_more").asBoolean() ? json.get("next_cursor").asText() : null;
-      } while (after != null);
-      return count;
+  private static void awaitOnContactRuns(Http server, int expected) throws InterruptedException {
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(120);
+    int seen;
+    while ((seen = onContactRuns(server)) < expected) {
+      assertTrue(System.nanoTime() < deadline, seen + " runs of " + expected);
+      Thread.sleep(50);
     }
-
-    void awaitRuns(int expected) throws Exception {
-      long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(120);
-      int seen;
-      while ((seen = runs()) < expected) {
-        assertTrue(System.nanoTime() < deadline, seen + " runs of " + expected);
-        Thread.sleep(50);
-      }
-      assertEquals(expected, seen, "none twice");
-    }
+    assertEquals(expected, seen, "none twice");
   }
 
   @BothDatabases

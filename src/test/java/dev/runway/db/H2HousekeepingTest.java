@@ -6,11 +6,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import dev.runway.Runway;
 import dev.runway.auth.Scope;
 import dev.runway.config.Settings;
+import dev.runway.support.Http;
 import dev.runway.support.TestDatabase;
-import java.net.URI;
-import java.net.http.HttpClient;
-import java.net.http.HttpRequest;
-import java.net.http.HttpResponse;
 import java.nio.file.Files;
 import java.sql.Connection;
 import java.sql.DriverManager;
@@ -36,11 +33,11 @@ class H2HousekeepingTest {
     String url = settings.asMap().get("db.url");
     try (Runway runway = Runway.start(settings); Connection c = connectBeside(url)) {
       String key = runway.keys().create("hk", "load", List.of(Scope.values()), null, null).key();
-      HttpClient client = HttpClient.newHttpClient();
-      assertEquals(201, send(client, runway.port(), "PUT", "/v1/workflows/hello", key, "{\"name\":\"Hello\"}"));
+      Http http = Http.onPort(runway.port(), key);
+      assertEquals(201, http.put("/v1/workflows/hello", "{\"name\":\"Hello\"}").status());
       // One at a time, so that every start is a commit of its own.
       for (int i = 0; i < RUNS; i++) {
-        assertEquals(200, send(client, runway.port(), "POST", "/v1/workflows/hello/runs", key, "{\"project\":\"p\"}"));
+        assertEquals(200, http.post("/v1/workflows/hello/runs", "{\"project\":\"p\"}").status());
       }
 
       // The first round comes 10 s after the start, and H2 rewrites only chunks older than the
@@ -118,15 +115,5 @@ class H2HousekeepingTest {
       r.next();
       return Long.parseLong(r.getString(1));
     }
-  }
-
-  private static int send(HttpClient client, int port, String method, String path, String key, String body)
-      throws Exception {
-    HttpRequest request = HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + path))
-        .header("Authorization", "Bearer " + key)
-        .header("Content-Type", "application/json")
-        .method(method, HttpRequest.BodyPublishers.ofString(body))
-        .build();
-    return client.send(request, HttpResponse.BodyHandlers.discarding()).statusCode();
   }
 }

@@ -1,5 +1,7 @@
 package dev.runway.engine;
 
+import static dev.runway.support.SharedPostgres.count;
+import static dev.runway.support.SharedPostgres.strings;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -13,17 +15,13 @@ import dev.runway.Runway;
 import dev.runway.auth.Scope;
 import dev.runway.config.Settings;
 import dev.runway.core.Json;
-import dev.runway.support.TestDatabase;
+import dev.runway.support.Http;
+import dev.runway.support.SharedPostgres;
 import java.io.IOException;
 import java.io.PrintWriter;
 import java.net.InetSocketAddress;
-import java.net.URI;
-import java.net.http.HttpClient;
-import java.net.http.HttpRequest;
-import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
 import java.sql.Connection;
-import java.sql.DriverManager;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.SQLFeatureNotSupportedException;
@@ -39,15 +37,12 @@ import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
-import java.util.concurrent.Future;
 import java.util.concurrent.ThreadLocalRandom;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.logging.Logger;
 import javax.sql.DataSource;
 import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
@@ -58,28 +53,13 @@ import org.junit.jupiter.api.Test;
  */
 class MultiInstanceTest {
   private static final int RUNS = 200;
-  private static final AtomicBoolean toldWhySkipped = new AtomicBoolean();
 
-  private final HttpClient client = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
   private final List<AutoCloseable> toClose = new ArrayList<>();
   private Settings settings;
 
   @BeforeEach
   void requirePostgres() {
-    if (!TestDatabase.postgresReachable()) {
-      String where = "PostgreSQL is not reachable at " + TestDatabase.PG_URL + " as " + TestDatabase.PG_USER;
-      if (TestDatabase.PG_REQUIRED) {
-        fail(where + ", and RUNWAY_TEST_PG_REQUIRED=true");
-      }
-      String why = "skipped: " + where + "; the multi-instance engine tests run on PostgreSQL only "
-          + "(set RUNWAY_TEST_PG_URL, or RUNWAY_TEST_PG_REQUIRED=true to fail instead of skipping)";
-      if (!toldWhySkipped.getAndSet(true)) {
-        System.out.println("MultiInstanceTest " + why); // surefire does not show an abort's message
-      }
-      Assumptions.abort(why);
-    }
-    settings = TestDatabase.POSTGRESQL.settingsForFreshDatabase()
-        .with("http.port", "0")
+    settings = SharedPostgres.freshSchemaOrSkip(getClass(), "the multi-instance engine tests")
         .with("engine.enabled", "true")
         .with("engine.http.allow_private_networks", "true")
         .with("engine.retry_base_ms", "50")
@@ -103,13 +83,13 @@ class MultiInstanceTest {
     Tool tool = tool(0, 0.05);
     Runway a = started(Runway.start(settings));
     String key = a.keys().create("multi", "test", List.of(Scope.values()), null, null).key();
-    putWorkflow(a.port(), key, tool, 10_000);
+    putWorkflow(Http.onPort(a.port(), key), tool, 10_000);
     Runway b = started(Runway.start(settings));
-    int[] ports = {a.port(), b.port()};
+    List<Http> instances = List.of(Http.onPort(a.port(), key), Http.onPort(b.port(), key));
 
     Set<String> leaseOwners = ConcurrentHashMap.newKeySet();
     long begin = System.nanoTime();
-    List<String> runIds = startRuns(ports, key, RUNS);
+    List<String> runIds = startRuns(instances, RUNS);
     try (Connection db = connect()) {
       waitUntil(Duration.ofSeconds(120), () -> {
         leaseOwners.addAll(strings(db, "SELECT DISTINCT lease_owner FROM run WHERE lease_owner IS NOT NULL"));
@@ -133,7 +113,7 @@ class MultiInstanceTest {
     // failed attempts as the tool failed it.
     for (int i = 0; i < runIds.size(); i++) {
       String id = runIds.get(i);
-      JsonNode run = getRun(ports[i % 2], key, id);
+      JsonNode run = getRun(instances.get(i % 2), id);
       assertEquals("succeeded", run.get("status").asText(), run.toString());
       assertEquals(2, run.get("steps").size(), run.toString());
       for (int s = 0; s < 2; s++) {
@@ -182,29 +162,15 @@ class MultiInstanceTest {
       settings = settings.with("agents.model.base_url", model.baseUrl());
       Runway a = started(Runway.start(settings));
       String key = a.keys().create("multi", "test", List.of(Scope.values()), null, null).key();
-      HttpResponse<String> put = send(a.port(), "PUT", "/v1/agents/multi", key, "{\"model\":\"m\",\"tools\":[{"
+      Http.Reply put = Http.onPort(a.port(), key).put("/v1/agents/multi", "{\"model\":\"m\",\"tools\":[{"
           + "\"name\":\"lookup\",\"url\":\"" + tools.url("/lookup") + "\"}]}");
-      assertEquals(201, put.statusCode(), put.body());
+      assertEquals(201, put.status(), put.body());
       Runway b = started(Runway.start(settings));
-      int[] ports = {a.port(), b.port()};
+      List<Http> instances = List.of(Http.onPort(a.port(), key), Http.onPort(b.port(), key));
 
       Set<String> leaseOwners = ConcurrentHashMap.newKeySet();
-      ExecutorService posters = Executors.newFixedThreadPool(8);
-      List<Future<String>> started = new ArrayList<>();
-      for (int i = 0; i < RUNS; i++) {
-        int port = ports[i % 2];
-        started.add(posters.submit(() -> {
-          HttpResponse<String> r = send(port, "POST", "/v1/agents/multi/runs", key,
-              "{\"project\":\"multi\",\"input\":\"go\"}");
-          assertEquals(200, r.statusCode(), r.body());
-          return Json.tree(r.body()).get("id").asText();
-        }));
-      }
-      List<String> runIds = new ArrayList<>();
-      for (Future<String> id : started) {
-        runIds.add(id.get(30, TimeUnit.SECONDS));
-      }
-      posters.shutdownNow();
+      List<String> runIds = SharedPostgres.startRuns(instances, "/v1/agents/multi/runs",
+          "{\"project\":\"multi\",\"input\":\"go\"}", RUNS, 8);
       try (Connection db = connect()) {
         waitUntil(Duration.ofSeconds(120), () -> {
           leaseOwners.addAll(strings(db, "SELECT DISTINCT lease_owner FROM run WHERE lease_owner IS NOT NULL"));
@@ -223,7 +189,7 @@ class MultiInstanceTest {
       }
       assertEquals(once, callsByKey, "each tool call made exactly once");
       assertEquals(RUNS * 2, model.requestCount(), "two model calls per run, none twice");
-      JsonNode run = getRun(ports[1], key, runIds.get(0));
+      JsonNode run = getRun(instances.get(1), runIds.get(0));
       assertEquals(Json.tree("{\"model_calls\":2,\"tool_calls\":2,\"prompt_tokens\":20,\"completion_tokens\":10,"
           + "\"total_tokens\":30}"), run.get("usage"));
     }
@@ -235,8 +201,8 @@ class MultiInstanceTest {
     Tool tool = tool(1_000, 0);
     Runway a = started(Runway.start(settings));
     String key = a.keys().create("multi", "test", List.of(Scope.values()), null, null).key();
-    putWorkflow(a.port(), key, tool, 5_000);
-    List<String> runIds = startRuns(new int[] {a.port()}, key, 16);
+    putWorkflow(Http.onPort(a.port(), key), tool, 5_000);
+    List<String> runIds = startRuns(List.of(Http.onPort(a.port(), key)), 16);
     waitUntil(Duration.ofSeconds(10), () -> tool.inFlight.get() >= 8, () -> "A is calling " + tool.inFlight.get());
 
     Runway b = started(Runway.start(settings));
@@ -252,7 +218,7 @@ class MultiInstanceTest {
       assertEventsOncePerStep(db, new HashSet<>(runIds));
     }
     for (String id : runIds) {
-      JsonNode run = getRun(b.port(), key, id);
+      JsonNode run = getRun(Http.onPort(b.port(), key), id);
       assertEquals("succeeded", run.get("status").asText(), run.toString());
       for (int s = 0; s < 2; s++) {
         assertAttempts(run.get("steps").get(s).get("attempts"), 0, run);
@@ -272,8 +238,8 @@ class MultiInstanceTest {
     Runway a = started(Runway.start(settings, killable));
     String key = a.keys().create("multi", "test", List.of(Scope.values()), null, null).key();
     int timeoutMs = 3_000;
-    putWorkflow(a.port(), key, tool, timeoutMs);
-    List<String> runIds = startRuns(new int[] {a.port()}, key, 12);
+    putWorkflow(Http.onPort(a.port(), key), tool, timeoutMs);
+    List<String> runIds = startRuns(List.of(Http.onPort(a.port(), key)), 12);
     waitUntil(Duration.ofSeconds(10), () -> tool.inFlight.get() >= 8, () -> "A is calling " + tool.inFlight.get());
 
     // A's leases as the kill left them (read after it: A could still take a run between a read before
@@ -306,7 +272,7 @@ class MultiInstanceTest {
           + "OR lease_until IS NOT NULL"), "no run is left due or leased");
     }
     for (String id : runIds) {
-      JsonNode run = getRun(b.port(), key, id);
+      JsonNode run = getRun(Http.onPort(b.port(), key), id);
       assertEquals("succeeded", run.get("status").asText(), run.toString());
       assertAttempts(run.get("steps").get(1).get("attempts"), 0, run);
       if (heldByA.containsKey(id)) {
@@ -485,34 +451,15 @@ class MultiInstanceTest {
     return runway;
   }
 
-  private void putWorkflow(int port, String key, Tool tool, int timeoutMs) throws Exception {
+  private void putWorkflow(Http instance, Tool tool, int timeoutMs) {
     String step = "{\"type\":\"http\",\"url\":\"" + tool.url() + "\",\"timeout_ms\":" + timeoutMs + ",\"max_attempts\":3}";
-    HttpResponse<String> put = send(port, "PUT", "/v1/workflows/two-calls", key,
-        "{\"name\":\"Two calls\",\"steps\":[" + step + "," + step + "]}");
-    assertEquals(201, put.statusCode(), put.body());
+    Http.Reply put = instance.put("/v1/workflows/two-calls", "{\"name\":\"Two calls\",\"steps\":[" + step + "," + step + "]}");
+    assertEquals(201, put.status(), put.body());
   }
 
-  /** Starts n runs, POSTing to the ports in turn, a few at a time; the ids in order. */
-  private List<String> startRuns(int[] ports, String key, int n) throws Exception {
-    ExecutorService posters = Executors.newFixedThreadPool(8);
-    try {
-      List<Future<String>> ids = new ArrayList<>();
-      for (int i = 0; i < n; i++) {
-        int port = ports[i % ports.length];
-        ids.add(posters.submit(() -> {
-          HttpResponse<String> r = send(port, "POST", "/v1/workflows/two-calls/runs", key, "{\"project\":\"multi\"}");
-          assertEquals(200, r.statusCode(), r.body());
-          return Json.tree(r.body()).get("id").asText();
-        }));
-      }
-      List<String> out = new ArrayList<>();
-      for (Future<String> id : ids) {
-        out.add(id.get(30, TimeUnit.SECONDS));
-      }
-      return out;
-    } finally {
-      posters.shutdownNow();
-    }
+  /** Starts n runs of two-calls, POSTing to the instances in turn, a few at a time; the ids in order. */
+  private static List<String> startRuns(List<Http> instances, int n) throws Exception {
+    return SharedPostgres.startRuns(instances, "/v1/workflows/two-calls/runs", "{\"project\":\"multi\"}", n, 8);
   }
 
   private void waitForTerminal(Connection db, List<String> runIds, Duration limit) throws Exception {
@@ -553,36 +500,14 @@ class MultiInstanceTest {
     }
   }
 
-  private JsonNode getRun(int port, String key, String id) throws Exception {
-    HttpResponse<String> r = send(port, "GET", "/v1/runs/" + id, key, null);
-    assertEquals(200, r.statusCode(), r.body());
+  private JsonNode getRun(Http instance, String id) {
+    Http.Reply r = instance.get("/v1/runs/" + id);
+    assertEquals(200, r.status(), r.body());
     return Json.tree(r.body());
   }
 
   private Connection connect() throws SQLException {
-    Map<String, String> s = settings.asMap();
-    return DriverManager.getConnection(s.get("db.url"), s.get("db.user"), s.get("db.password"));
-  }
-
-  private static long count(Connection db, String sql) {
-    try (Statement s = db.createStatement(); ResultSet rs = s.executeQuery(sql)) {
-      rs.next();
-      return rs.getLong(1);
-    } catch (SQLException e) {
-      throw new IllegalStateException(e);
-    }
-  }
-
-  private static List<String> strings(Connection db, String sql) {
-    try (Statement s = db.createStatement(); ResultSet rs = s.executeQuery(sql)) {
-      List<String> out = new ArrayList<>();
-      while (rs.next()) {
-        out.add(rs.getString(1));
-      }
-      return out;
-    } catch (SQLException e) {
-      throw new IllegalStateException(e);
-    }
+    return SharedPostgres.connect(settings);
   }
 
   private interface Check {
@@ -601,18 +526,5 @@ class MultiInstanceTest {
       }
       Thread.sleep(20);
     }
-  }
-
-  private HttpResponse<String> send(int port, String method, String path, String key, String body)
-      throws IOException, InterruptedException {
-    HttpRequest.Builder request = HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + path))
-        .timeout(Duration.ofSeconds(30))
-        .header("Authorization", "Bearer " + key);
-    if (body == null) {
-      request.GET();
-    } else {
-      request.header("Content-Type", "application/json").method(method, HttpRequest.BodyPublishers.ofString(body));
-    }
-    return client.send(request.build(), HttpResponse.BodyHandlers.ofString());
   }
 }

@@ -9,12 +9,9 @@ import dev.runway.config.Settings;
 import dev.runway.core.Json;
 import dev.runway.support.BothDatabases;
 import dev.runway.support.FakeModel;
+import dev.runway.support.Http;
 import dev.runway.support.TestDatabase;
 import dev.runway.support.ToolServer;
-import java.net.URI;
-import java.net.http.HttpClient;
-import java.net.http.HttpRequest;
-import java.net.http.HttpResponse;
 import java.nio.file.Files;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -29,7 +26,6 @@ import java.util.concurrent.atomic.AtomicInteger;
  */
 class AgentRestartIT {
   private static final int RUNS = 10;
-  private final HttpClient client = HttpClient.newHttpClient();
 
   @BothDatabases
   void agent_runs_finish_after_kill_9_during_model_calls(TestDatabase db) throws Exception {
@@ -57,16 +53,16 @@ class AgentRestartIT {
           "RUNWAY_AGENTS_MODEL_BASE_URL", model.baseUrl(),
           "RUNWAY_AGENTS_MODEL_TIMEOUT_MS", "5000"), TempFiles.dir("runway-agent-restart-"));
       String key = server.command("keys", "create", "--workspace", "ops", "--name", "restart").trim();
+      Http api = server.http(key);
       try {
         server.start();
-        HttpResponse<String> put = send(server, key, "PUT", "/v1/agents/restart", "{\"model\":\"m\",\"tools\":[{"
+        Http.Reply put = api.put("/v1/agents/restart", "{\"model\":\"m\",\"tools\":[{"
             + "\"name\":\"lookup\",\"url\":\"" + tools.url("/lookup") + "\"}]}");
-        assertEquals(201, put.statusCode(), put.body());
+        assertEquals(201, put.status(), put.body());
         List<String> runs = new ArrayList<>();
         for (int i = 0; i < RUNS; i++) {
-          HttpResponse<String> r = send(server, key, "POST", "/v1/agents/restart/runs",
-              "{\"project\":\"p\",\"input\":\"run " + i + "\"}");
-          assertEquals(200, r.statusCode(), r.body());
+          Http.Reply r = api.post("/v1/agents/restart/runs", "{\"project\":\"p\",\"input\":\"run " + i + "\"}");
+          assertEquals(200, r.status(), r.body());
           runs.add(Json.tree(r.body()).get("id").asText());
         }
         long deadline = System.nanoTime() + Duration.ofSeconds(20).toNanos();
@@ -79,14 +75,14 @@ class AgentRestartIT {
         server.start();
 
         for (String id : runs) {
-          JsonNode run = awaitTerminal(server, key, id);
+          JsonNode run = awaitTerminal(server, api, id);
           assertEquals("succeeded", run.get("status").asText(), run::toString);
           assertEquals("done", run.get("output").asText());
-          JsonNode messages = Json.tree(send(server, key, "GET", "/v1/runs/" + id + "/messages", null).body());
+          JsonNode messages = Json.tree(api.get("/v1/runs/" + id + "/messages").body());
           List<String> roles = new ArrayList<>();
           messages.get("data").forEach(m -> roles.add(m.get("role").asText()));
           assertEquals(List.of("user", "assistant", "tool", "assistant"), roles, "nothing lost, nothing twice");
-          String events = send(server, key, "GET", "/v1/runs/" + id + "/events", null).body();
+          String events = api.get("/v1/runs/" + id + "/events").body();
           assertTrue(events.contains("cut off before its answer was recorded"), events);
         }
         Map<String, Integer> calls = new HashMap<>();
@@ -100,11 +96,11 @@ class AgentRestartIT {
     }
   }
 
-  private JsonNode awaitTerminal(RunwayProcess server, String key, String runId) throws Exception {
+  private static JsonNode awaitTerminal(RunwayProcess server, Http api, String runId) throws InterruptedException {
     long deadline = System.nanoTime() + Duration.ofSeconds(40).toNanos();
     JsonNode run = null;
     while (System.nanoTime() < deadline) {
-      run = Json.tree(send(server, key, "GET", "/v1/runs/" + runId, null).body());
+      run = Json.tree(api.get("/v1/runs/" + runId).body());
       String status = run.get("status").asText();
       if (!status.equals("running") && !status.equals("awaiting_approval")) {
         return run;
@@ -112,16 +108,5 @@ class AgentRestartIT {
       Thread.sleep(100);
     }
     throw new AssertionError("run never finished: " + run + "\n" + server.log());
-  }
-
-  private HttpResponse<String> send(RunwayProcess server, String key, String method, String path, String body)
-      throws Exception {
-    HttpRequest.Builder b = HttpRequest.newBuilder(URI.create(server.base() + path)).header("Authorization", "Bearer " + key);
-    if (body != null) {
-      b.header("Content-Type", "application/json").method(method, HttpRequest.BodyPublishers.ofString(body));
-    } else {
-      b.method(method, HttpRequest.BodyPublishers.noBody());
-    }
-    return client.send(b.build(), HttpResponse.BodyHandlers.ofString());
   }
 }

@@ -6,15 +6,12 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.runway.core.Json;
 import dev.runway.support.BothDatabases;
+import dev.runway.support.Http;
 import dev.runway.support.TestDatabase;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.InputStream;
 import java.net.Socket;
-import java.net.URI;
-import java.net.http.HttpClient;
-import java.net.http.HttpRequest;
-import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -100,11 +97,10 @@ class ConnectionFloodIT {
         acknowledged.add(Json.tree(r.body).get("id").asText());
       }
 
-      HttpClient client = HttpClient.newHttpClient();
+      Http api = server.http(key);
       for (String id : acknowledged) {
-        HttpResponse<String> r = client.send(HttpRequest.newBuilder(URI.create(server.base() + "/v1/runs/" + id))
-            .header("Authorization", "Bearer " + key).build(), HttpResponse.BodyHandlers.ofString());
-        assertEquals(200, r.statusCode(), "acknowledged run " + id + ": " + r.body());
+        Http.Reply r = api.get("/v1/runs/" + id);
+        assertEquals(200, r.status(), "acknowledged run " + id + ": " + r.body());
       }
     } finally {
       for (Socket s : sockets) {

@@ -8,12 +8,10 @@ import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.runway.core.Json;
 import dev.runway.support.BothDatabases;
+import dev.runway.support.Http;
+import dev.runway.support.LoadUntilKilled;
 import dev.runway.support.TestDatabase;
-import java.net.URI;
 import java.net.URLEncoder;
-import java.net.http.HttpClient;
-import java.net.http.HttpRequest;
-import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -25,8 +23,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.TreeSet;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -48,15 +44,13 @@ class CrmKillNineIT {
   private static final String TYPE = "contacts";
   private static final String WORKFLOW = "on-contact";
   private static final Set<String> CHANGES = Set.of("created", "updated", "deleted");
+  private static final String RUNS = "/v1/runs?workflow=" + WORKFLOW + "&limit=100";
 
   @BothDatabases
   void every_acknowledged_change_and_its_runs_survive_kill_9_in_the_middle_of_syncs(TestDatabase db) throws Exception {
     long t0 = System.nanoTime();
     RunwayProcess process = RunwayProcess.onFreshDatabase(db, Map.of(), "runway-crm-kill-");
-    // The keys command works on the database before the server has ever run.
-    String key = process.command("keys", "create", "--workspace", "default", "--scopes",
-        "crm:write,crm:read,workflows:write,runs:read", "--name", "crm-kill-test").trim();
-    assertTrue(key.matches("wsk_[0-9A-Za-z]{40}"), key);
+    String key = process.createKey("crm:write,crm:read,workflows:write,runs:read", "crm-kill-test");
     Client[] clients = new Client[THREADS];
     for (int t = 0; t < THREADS; t++) {
       clients[t] = new Client(t);
@@ -67,25 +61,21 @@ class CrmKillNineIT {
     AtomicInteger lost = new AtomicInteger();
     try {
       process.start();
-      ApiClient api = new ApiClient(process.base(), key);
+      Http api = process.http(key);
       // Runs wait at their approval gate: the engine leaves them there, so every run stays as started.
-      HttpResponse<String> put = api.send("PUT", "/v1/workflows/" + WORKFLOW, "{\"requires_approval\":true,"
+      Http.Reply put = api.put("/v1/workflows/" + WORKFLOW, "{\"requires_approval\":true,"
           + "\"triggers\":[{\"crm\":\"" + TYPE + "\",\"on\":[\"created\",\"updated\",\"deleted\"]}]}");
-      assertEquals(201, put.statusCode(), put::body);
+      assertEquals(201, put.status(), put::body);
 
       for (int round = 1; round <= ROUNDS; round++) {
         if (round > 1) {
           process.start();
         }
         int atStart = syncs.get();
-        Load load = new Load(process.base(), key, clients, acked, wrong, syncs, lost);
+        LoadUntilKilled load = load(process.http(key), clients, acked, wrong, syncs, lost);
         // Kill in the middle of syncs: once a few have been acknowledged (a cold JVM on a slow machine
         // takes a few seconds over its first), after up to a second more of load.
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
-        while (syncs.get() < atStart + MIN_SYNCS_PER_ROUND && System.nanoTime() < deadline) {
-          Thread.sleep(20);
-        }
-        Thread.sleep(ThreadLocalRandom.current().nextLong(300, 1000));
+        load.runUntil(() -> syncs.get() >= atStart + MIN_SYNCS_PER_ROUND, 300, 1000);
         int beforeKill = syncs.get();
         process.kill9();
         load.stop();
@@ -95,11 +85,11 @@ class CrmKillNineIT {
       assertEquals(List.of(), first(wrong), "answers to syncs while the server was up");
 
       process.start();
-      ApiClient api2 = new ApiClient(process.base(), key);
+      Http api2 = process.http(key);
 
       // It serves normally: a new sync (a new record, an update and a delete of acknowledged ones)
       // is answered and committed as any other, with its runs; its changes are checked with the rest.
-      Map<String, JsonNode> stored = api2.records();
+      Map<String, JsonNode> stored = records(api2);
       List<String> liveAcked = new ArrayList<>(new TreeSet<>(acked.stream().map(Ack::externalId)
           .filter(id -> stored.containsKey(id) && !stored.get(id).get("deleted").asBoolean()).toList()));
       assertTrue(liveAcked.size() >= 2, "live records after restart: " + liveAcked.size());
@@ -111,8 +101,8 @@ class CrmKillNineIT {
       records.addObject().put("external_id", fresh).putObject("properties").put("email", "new@example.com");
       records.addObject().put("external_id", toUpdate).putObject("properties").put("after_restart", true);
       records.addObject().put("external_id", toDelete).put("deleted", true);
-      HttpResponse<String> synced = api2.send("POST", "/v1/crm/" + TYPE + "/records/sync", Json.string(body));
-      assertEquals(200, synced.statusCode(), synced::body);
+      Http.Reply synced = api2.post("/v1/crm/" + TYPE + "/records/sync", Json.string(body));
+      assertEquals(200, synced.status(), synced::body);
       JsonNode results = Json.tree(synced.body()).get("results");
       assertEquals(List.of("created", "updated", "deleted"),
           List.of(results.get(0).get("status").asText(), results.get(1).get("status").asText(),
@@ -122,14 +112,14 @@ class CrmKillNineIT {
       assertEquals(stored.get(toDelete).get("version").asInt() + 1, results.get(2).get("version").asInt());
       results.forEach(r -> acked.add(new Ack(r.get("external_id").asText(), r.get("status").asText(),
           r.get("version").asInt())));
-      HttpResponse<String> one = api2.send("GET", "/v1/crm/" + TYPE + "/records/" + encode(fresh), null);
-      assertEquals(200, one.statusCode(), one::body);
+      Http.Reply one = api2.get("/v1/crm/" + TYPE + "/records/" + encode(fresh));
+      assertEquals(200, one.status(), one::body);
       assertEquals(fresh, Json.tree(one.body()).get("external_id").asText());
 
-      Map<String, JsonNode> after = api2.records();
+      Map<String, JsonNode> after = records(api2);
       Map<Key, JsonNode> feed = new LinkedHashMap<>();
       List<String> feedFaults = new ArrayList<>();
-      for (JsonNode c : api2.changes()) {
+      for (JsonNode c : api2.all("/v1/crm/" + TYPE + "/changes?limit=1000", "after", "0")) {
         Key k = new Key(c.get("external_id").asText(), c.get("version").asInt());
         JsonNode record = c.get("record");
         if (feed.put(k, c) != null) {
@@ -142,11 +132,11 @@ class CrmKillNineIT {
         }
       }
       // The runs are made after the syncs' commits, by the trigger processor: wait for them.
-      List<JsonNode> runs = api2.runs();
+      List<JsonNode> runs = api2.all(RUNS);
       long runsDeadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(180);
       while (runs.size() < feed.size() && System.nanoTime() < runsDeadline) {
         Thread.sleep(500);
-        runs = api2.runs();
+        runs = api2.all(RUNS);
       }
       long ms = (System.nanoTime() - t0) / 1_000_000;
       System.out.printf("CRM kill -9 x%d on %s: %d syncs acknowledged (%d record changes), %d requests failed at a kill; "
@@ -310,127 +300,47 @@ class CrmKillNineIT {
     }
   }
 
-  /** THREADS clients syncing until stopped (or the server goes away), recording every 200's outcomes. */
-  private static final class Load {
-    private final ExecutorService pool = Executors.newFixedThreadPool(THREADS);
-    // A client of its own: no connection kept from the server killed before.
-    private final HttpClient client = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(2)).build();
-    private volatile boolean running = true;
-
-    Load(String base, String key, Client[] clients, List<Ack> acked, List<String> wrong, AtomicInteger syncs,
-        AtomicInteger lost) {
-      for (Client c : clients) {
-        pool.submit(() -> {
-          while (running) {
-            HttpRequest request = HttpRequest.newBuilder(URI.create(base + "/v1/crm/" + TYPE + "/records/sync"))
-                .timeout(Duration.ofSeconds(15))
-                .header("Authorization", "Bearer " + key)
-                .header("Content-Type", "application/json")
-                .POST(HttpRequest.BodyPublishers.ofString(c.nextBatch()))
-                .build();
-            HttpResponse<String> r;
-            try {
-              r = client.send(request, HttpResponse.BodyHandlers.ofString());
-            } catch (Exception serverGone) {
-              lost.incrementAndGet();
-              return;
-            }
-            try {
-              if (r.statusCode() != 200) {
-                wrong.add("sync answered " + r.statusCode() + ": " + r.body());
-                continue;
-              }
-              List<Ack> outcomes = new ArrayList<>();
-              for (JsonNode result : Json.tree(r.body()).get("results")) {
-                String status = result.get("status").asText();
-                if (CHANGES.contains(status)) {
-                  outcomes.add(new Ack(result.get("external_id").asText(), status, result.get("version").asInt()));
-                } else if (!status.equals("unchanged")) {
-                  // Unchanged: a delete again of a record whose delete committed unanswered at a kill.
-                  wrong.add("record " + result + " of an acknowledged sync");
-                }
-              }
-              acked.addAll(outcomes);
-              syncs.incrementAndGet();
-            } catch (RuntimeException e) {
-              wrong.add("unreadable answer " + e + ": " + r.body());
-            }
-          }
-        });
-      }
-    }
-
-    void stop() throws InterruptedException {
-      running = false;
-      pool.shutdown();
-      assertTrue(pool.awaitTermination(30, TimeUnit.SECONDS));
-    }
+  /** Every record of the type, tombstones too, by external id. */
+  private static Map<String, JsonNode> records(Http api) {
+    Map<String, JsonNode> records = new HashMap<>();
+    api.all("/v1/crm/" + TYPE + "/records?include_deleted=true&limit=1000")
+        .forEach(r -> records.put(r.get("external_id").asText(), r));
+    return records;
   }
 
-  /** Reads the server back through its API after the restart. */
-  private static final class ApiClient {
-    private final HttpClient client = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(2)).build();
-    private final String base;
-    private final String key;
-
-    ApiClient(String base, String key) {
-      this.base = base;
-      this.key = key;
-    }
-
-    HttpResponse<String> send(String method, String path, String body) throws Exception {
-      HttpRequest.Builder b = HttpRequest.newBuilder(URI.create(base + path)).timeout(Duration.ofSeconds(30))
-          .header("Authorization", "Bearer " + key);
-      if (body != null) {
-        b.header("Content-Type", "application/json");
+  /** THREADS clients syncing until stopped (or the server goes away), recording every 200's outcomes. */
+  private static LoadUntilKilled load(Http http, Client[] clients, List<Ack> acked, List<String> wrong,
+      AtomicInteger syncs, AtomicInteger lost) {
+    Http load = http.timeout(Duration.ofSeconds(15));
+    return new LoadUntilKilled(clients.length, client -> {
+      Client c = clients[client];
+      Http.Reply r;
+      try {
+        r = load.post("/v1/crm/" + TYPE + "/records/sync", c.nextBatch());
+      } catch (RuntimeException serverGone) {
+        lost.incrementAndGet();
+        throw serverGone;
       }
-      b.method(method, body == null ? HttpRequest.BodyPublishers.noBody() : HttpRequest.BodyPublishers.ofString(body));
-      return client.send(b.build(), HttpResponse.BodyHandlers.ofString());
-    }
-
-    private JsonNode get(String path) throws Exception {
-      HttpResponse<String> r = send("GET", path, null);
-      assertEquals(200, r.statusCode(), () -> path + ": " + r.body());
-      return Json.tree(r.body());
-    }
-
-    /** Every record of the type, tombstones too, by external id. */
-    Map<String, JsonNode> records() throws Exception {
-      Map<String, JsonNode> records = new HashMap<>();
-      String after = null;
-      do {
-        JsonNode page = get("/v1/crm/" + TYPE + "/records?include_deleted=true&limit=1000"
-            + (after == null ? "" : "&starting_after=" + URLEncoder.encode(after, StandardCharsets.UTF_8)));
-        page.get("data").forEach(r -> records.put(r.get("external_id").asText(), r));
-        after = page.get("has_more").asBoolean() ? page.get("next_cursor").asText() : null;
-      } while (after != null);
-      return records;
-    }
-
-    /** The whole change feed, oldest first. */
-    List<JsonNode> changes() throws Exception {
-      List<JsonNode> changes = new ArrayList<>();
-      String after = "0";
-      boolean more;
-      do {
-        JsonNode page = get("/v1/crm/" + TYPE + "/changes?limit=1000&after=" + after);
-        page.get("data").forEach(changes::add);
-        more = page.get("has_more").asBoolean();
-        after = page.get("next_cursor").asText();
-      } while (more);
-      return changes;
-    }
-
-    /** Every run of the workflow. */
-    List<JsonNode> runs() throws Exception {
-      List<JsonNode> runs = new ArrayList<>();
-      String after = null;
-      do {
-        JsonNode page = get("/v1/runs?workflow=" + WORKFLOW + "&limit=100" + (after == null ? "" : "&starting_after=" + after));
-        page.get("data").forEach(runs::add);
-        after = page.get("has_more").asBoolean() ? page.get("next_cursor").asText() : null;
-      } while (after != null);
-      return runs;
-    }
+      try {
+        if (r.status() != 200) {
+          wrong.add("sync answered " + r.status() + ": " + r.body());
+          return;
+        }
+        List<Ack> outcomes = new ArrayList<>();
+        for (JsonNode result : Json.tree(r.body()).get("results")) {
+          String status = result.get("status").asText();
+          if (CHANGES.contains(status)) {
+            outcomes.add(new Ack(result.get("external_id").asText(), status, result.get("version").asInt()));
+          } else if (!status.equals("unchanged")) {
+            // Unchanged: a delete again of a record whose delete committed unanswered at a kill.
+            wrong.add("record " + result + " of an acknowledged sync");
+          }
+        }
+        acked.addAll(outcomes);
+        syncs.incrementAndGet();
+      } catch (RuntimeException e) {
+        wrong.add("unreadable answer " + e + ": " + r.body());
+      }
+    });
   }
 }

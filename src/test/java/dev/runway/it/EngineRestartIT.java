@@ -11,13 +11,10 @@ import com.sun.net.httpserver.HttpServer;
 import dev.runway.config.Settings;
 import dev.runway.core.Json;
 import dev.runway.support.BothDatabases;
+import dev.runway.support.Http;
 import dev.runway.support.TestDatabase;
 import java.io.IOException;
 import java.net.InetSocketAddress;
-import java.net.URI;
-import java.net.http.HttpClient;
-import java.net.http.HttpRequest;
-import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -35,8 +32,6 @@ import java.util.concurrent.TimeUnit;
  * a run (during a durable delay, and during an http call), restarted, and the run finishes.
  */
 class EngineRestartIT {
-  private final HttpClient client = HttpClient.newHttpClient();
-
   @BothDatabases
   void run_goes_on_after_kill_9_during_a_delay_and_during_a_call(TestDatabase db) throws Exception {
     List<String> calls = new CopyOnWriteArrayList<>();
@@ -55,22 +50,23 @@ class EngineRestartIT {
 
     RunwayProcess server = engineServer(db.settingsForFreshDatabase(), "runway-engine-restart-");
     String key = server.command("keys", "create", "--workspace", "ops", "--name", "restart").trim();
+    Http api = server.http(key);
     try {
       server.start();
-      put(server, key, "timer", "[{\"type\":\"delay\",\"seconds\":3},{\"type\":\"http\",\"url\":\"" + toolBase + "/after-delay\"}]");
-      put(server, key, "hang", "[{\"type\":\"http\",\"url\":\"" + toolBase + "/slow\",\"timeout_ms\":2000,\"max_attempts\":3}]");
-      String timerRun = start(server, key, "timer");
-      String hangRun = start(server, key, "hang");
-      awaitStep(server, key, timerRun, 0, "waiting");
-      awaitStep(server, key, hangRun, 0, "running");
+      put(api, "timer", "[{\"type\":\"delay\",\"seconds\":3},{\"type\":\"http\",\"url\":\"" + toolBase + "/after-delay\"}]");
+      put(api, "hang", "[{\"type\":\"http\",\"url\":\"" + toolBase + "/slow\",\"timeout_ms\":2000,\"max_attempts\":3}]");
+      String timerRun = start(api, "timer");
+      String hangRun = start(api, "hang");
+      awaitStep(api, timerRun, 0, "waiting");
+      awaitStep(api, hangRun, 0, "running");
 
       server.kill9();
       server.start();
 
-      JsonNode timer = awaitTerminal(server, key, timerRun);
+      JsonNode timer = awaitTerminal(server, api, timerRun);
       assertEquals("succeeded", timer.get("status").asText(), timer::toString);
       assertTrue(calls.contains("/after-delay " + timerRun + ":1"), calls::toString);
-      JsonNode hang = awaitTerminal(server, key, hangRun);
+      JsonNode hang = awaitTerminal(server, api, hangRun);
       assertEquals("succeeded", hang.get("status").asText(), hang::toString);
       long slowCalls = calls.stream().filter(c -> c.equals("/slow " + hangRun + ":0")).count();
       assertTrue(slowCalls >= 2, "the call cut off by the kill was made again with the same key: " + calls);
@@ -106,13 +102,14 @@ class EngineRestartIT {
     Settings fresh = db.settingsForFreshDatabase();
     RunwayProcess server = engineServer(fresh, "runway-engine-sigterm-");
     String key = server.command("keys", "create", "--workspace", "ops", "--name", "sigterm").trim();
+    Http api = server.http(key);
     try {
       server.start();
       long started = System.nanoTime();
-      put(server, key, "slow", "[{\"type\":\"http\",\"url\":\"http://127.0.0.1:" + tool.getAddress().getPort()
+      put(api, "slow", "[{\"type\":\"http\",\"url\":\"http://127.0.0.1:" + tool.getAddress().getPort()
           + "/slow\",\"timeout_ms\":30000}]");
-      String run = start(server, key, "slow");
-      awaitStep(server, key, run, 0, "running");
+      String run = start(api, "slow");
+      awaitStep(api, run, 0, "running");
       Thread.sleep(Math.max(0, 6_000 - (System.nanoTime() - started) / 1_000_000)); // past Javalin's first 5 s
 
       // Two SIGTERMs; the step's call answers a second after them.
@@ -129,7 +126,7 @@ class EngineRestartIT {
         assertFalse(Files.exists(lockFile), "H2 was closed: its lock file is gone");
       }
       server.start();
-      JsonNode done = get(server, key, run);
+      JsonNode done = get(api, run);
       assertEquals("succeeded", done.get("status").asText(), done::toString);
       assertEquals(List.of("/slow"), calls, "the step finished before the exit and was not made again");
     } finally {
@@ -160,27 +157,26 @@ class EngineRestartIT {
     exchange.close();
   }
 
-  private void put(RunwayProcess server, String key, String id, String steps) throws Exception {
-    HttpResponse<String> r = send(server, key, "PUT", "/v1/workflows/" + id, "{\"steps\":" + steps + "}");
-    assertEquals(201, r.statusCode(), r.body());
+  private static void put(Http api, String id, String steps) {
+    Http.Reply r = api.put("/v1/workflows/" + id, "{\"steps\":" + steps + "}");
+    assertEquals(201, r.status(), r.body());
   }
 
-  private String start(RunwayProcess server, String key, String workflow) throws Exception {
-    HttpResponse<String> r = send(server, key, "POST", "/v1/workflows/" + workflow + "/runs", "{\"project\":\"p\"}");
-    assertEquals(200, r.statusCode(), r.body());
+  private static String start(Http api, String workflow) {
+    Http.Reply r = api.post("/v1/workflows/" + workflow + "/runs", "{\"project\":\"p\"}");
+    assertEquals(200, r.status(), r.body());
     return Json.tree(r.body()).get("id").asText();
   }
 
-  private JsonNode get(RunwayProcess server, String key, String runId) throws Exception {
-    return Json.tree(client.send(HttpRequest.newBuilder(URI.create(server.base() + "/v1/runs/" + runId))
-        .header("Authorization", "Bearer " + key).build(), HttpResponse.BodyHandlers.ofString()).body());
+  private static JsonNode get(Http api, String runId) {
+    return Json.tree(api.get("/v1/runs/" + runId).body());
   }
 
-  private void awaitStep(RunwayProcess server, String key, String runId, int step, String status) throws Exception {
+  private static void awaitStep(Http api, String runId, int step, String status) throws Exception {
     long deadline = System.nanoTime() + Duration.ofSeconds(20).toNanos();
     JsonNode run = null;
     while (System.nanoTime() < deadline) {
-      run = get(server, key, runId);
+      run = get(api, runId);
       if (run.get("steps").get(step).get("status").asText().equals(status)) {
         return;
       }
@@ -189,24 +185,17 @@ class EngineRestartIT {
     throw new AssertionError("step " + step + " never became " + status + ": " + run);
   }
 
-  private JsonNode awaitTerminal(RunwayProcess server, String key, String runId) throws Exception {
+  private static JsonNode awaitTerminal(RunwayProcess server, Http api, String runId) throws Exception {
     long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
     JsonNode run = null;
     while (System.nanoTime() < deadline) {
-      run = get(server, key, runId);
+      run = get(api, runId);
       if (!run.get("status").asText().equals("running")) {
         return run;
       }
       Thread.sleep(100);
     }
     throw new AssertionError("run never finished: " + run + "\n" + server.log());
-  }
-
-  private HttpResponse<String> send(RunwayProcess server, String key, String method, String path, String body)
-      throws IOException, InterruptedException {
-    return client.send(HttpRequest.newBuilder(URI.create(server.base() + path))
-        .header("Authorization", "Bearer " + key).header("Content-Type", "application/json")
-        .method(method, HttpRequest.BodyPublishers.ofString(body)).build(), HttpResponse.BodyHandlers.ofString());
   }
 
   private static void sleep(long millis) {

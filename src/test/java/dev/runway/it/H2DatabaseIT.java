@@ -1,5 +1,6 @@
 package dev.runway.it;
 
+import dev.runway.support.Http;
 import dev.runway.support.TempFiles;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -16,10 +17,6 @@ import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.NetworkInterface;
 import java.net.Socket;
-import java.net.URI;
-import java.net.http.HttpClient;
-import java.net.http.HttpRequest;
-import java.net.http.HttpResponse;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.attribute.PosixFileAttributeView;
@@ -29,7 +26,6 @@ import java.sql.DriverManager;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
-import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.HashMap;
@@ -46,11 +42,10 @@ import org.junit.jupiter.api.Test;
  * and a second server on the same file, or on a port in use, stops at once with one line.
  */
 class H2DatabaseIT {
-  private static final HttpClient CLIENT = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(2)).build();
-
   private static Path database; // the path H2 is given, without .mv.db
   private static Map<String, String> env;
   private static RunwayProcess server;
+  private static Http http;
   private static String key;
 
   @BeforeAll
@@ -58,6 +53,7 @@ class H2DatabaseIT {
     database = TempFiles.dir("runway-h2-it-").resolve("data").resolve("runway");
     env = env(database);
     server = new RunwayProcess(env, TempFiles.dir("runway-h2-it-server-"));
+    http = server.http(null);
     server.start();
   }
 
@@ -108,13 +104,13 @@ class H2DatabaseIT {
 
   @Test
   void keys_create_works_while_the_server_runs_and_the_server_accepts_its_key() throws Exception {
-    assertEquals(200, get(server, "/v1/runs", key()).statusCode());
+    assertEquals(200, http.get("/v1/runs", key()).status());
   }
 
   @Test
   void a_second_server_on_the_same_file_stops_at_once_with_one_line_and_leaves_the_first_alone() throws Exception {
     // Archived: a second server that loaded the workflow files would restore it.
-    assertEquals(200, send(server, "DELETE", "/v1/workflows/hello", key()).statusCode());
+    assertEquals(200, http.send("DELETE", "/v1/workflows/hello", key(), null, null).status());
 
     RunwayProcess second = new RunwayProcess(env, TempFiles.dir("runway-h2-it-second-"));
     long t0 = System.nanoTime();
@@ -130,9 +126,9 @@ class H2DatabaseIT {
     }
     assertTrue(ms < 10_000, "stopped after " + ms + " ms");
 
-    assertEquals(200, get(server, "/readyz", null).statusCode(), "the first server still serves");
-    HttpResponse<String> hello = get(server, "/v1/workflows/hello", key());
-    assertEquals(200, hello.statusCode(), hello.body());
+    assertEquals(200, http.get("/readyz", null).status(), "the first server still serves");
+    Http.Reply hello = http.get("/v1/workflows/hello", key());
+    assertEquals(200, hello.status(), hello.body());
     assertFalse(Json.tree(hello.body()).get("archived_at").isNull(),
         "still archived: the second server did not apply the workflow files: " + hello.body());
   }
@@ -251,19 +247,5 @@ class H2DatabaseIT {
 
   private static String permissions(Path path) throws IOException {
     return PosixFilePermissions.toString(Files.getPosixFilePermissions(path));
-  }
-
-  private static HttpResponse<String> get(RunwayProcess process, String path, String key) throws Exception {
-    return send(process, "GET", path, key);
-  }
-
-  private static HttpResponse<String> send(RunwayProcess process, String method, String path, String key)
-      throws Exception {
-    HttpRequest.Builder request = HttpRequest.newBuilder(URI.create(process.base() + path))
-        .method(method, HttpRequest.BodyPublishers.noBody());
-    if (key != null) {
-      request.header("Authorization", "Bearer " + key);
-    }
-    return CLIENT.send(request.build(), HttpResponse.BodyHandlers.ofString());
   }
 }

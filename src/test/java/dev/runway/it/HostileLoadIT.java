@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import dev.runway.core.Json;
+import dev.runway.support.Http;
 import dev.runway.support.TestDatabase;
 import dev.runway.support.ToolServer;
 import dev.runway.support.WebhookReceiver;
@@ -14,10 +15,6 @@ import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
 import java.net.Socket;
-import java.net.URI;
-import java.net.http.HttpClient;
-import java.net.http.HttpRequest;
-import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -62,7 +59,6 @@ class HostileLoadIT {
   private static final int STEPS = 8;
   private static final int STEP_OUTPUT_CHARS = 60_000;
   private static final int MAX_EVENT_CHARS = 64 * 1024;
-  private final HttpClient client = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
 
   /**
    * Item 1: 170 connections post to /console/signin with Content-Length: 60000 and send a byte a
@@ -76,6 +72,7 @@ class HostileLoadIT {
     RunwayProcess server = RunwayProcess.onFreshDatabase(TestDatabase.H2, Map.of(), "runway-hostile-console-");
     String key = server.command("keys", "create", "--workspace", "default", "--scopes", "runs:write,runs:read",
         "--name", "tenant").trim();
+    Http api = api(server, key);
     List<Socket> slow = new ArrayList<>();
     ExecutorService pool = Executors.newFixedThreadPool(BIG_FORMS);
     try {
@@ -95,7 +92,7 @@ class HostileLoadIT {
       }
 
       // A byte a second on every connection for 15 s; from the third second, 6 run starts a second.
-      List<Future<HttpResponse<String>>> starts = new ArrayList<>();
+      List<Future<Http.Reply>> starts = new ArrayList<>();
       long floodEnd = System.nanoTime() + FLOOD.toNanos();
       for (int second = 0; System.nanoTime() < floodEnd; second++) {
         for (Socket socket : slow) {
@@ -108,15 +105,14 @@ class HostileLoadIT {
         }
         if (second >= 2 && starts.size() < RUN_STARTS) {
           for (int i = 0; i < RUN_STARTS / 6; i++) {
-            starts.add(pool.submit(() -> send(server, key, "POST", "/v1/workflows/hello/runs",
-                "{\"project\":\"flood\"}")));
+            starts.add(pool.submit(() -> api.post("/v1/workflows/hello/runs", "{\"project\":\"flood\"}")));
           }
         }
         Thread.sleep(1000); // the pace of the probe: a byte a second
       }
       Map<Integer, Integer> startStatuses = new TreeMap<>();
-      for (Future<HttpResponse<String>> start : starts) {
-        startStatuses.merge(start.get(60, TimeUnit.SECONDS).statusCode(), 1, Integer::sum);
+      for (Future<Http.Reply> start : starts) {
+        startStatuses.merge(start.get(60, TimeUnit.SECONDS).status(), 1, Integer::sum);
       }
       closeAll(slow);
       assertEquals(Map.of(200, RUN_STARTS), startStatuses,
@@ -163,6 +159,7 @@ class HostileLoadIT {
       RunwayProcess server = RunwayProcess.onFreshDatabase(TestDatabase.H2,
           Map.of("RUNWAY_ENGINE_HTTP_ALLOW_PRIVATE_NETWORKS", "true"), "runway-hostile-webhooks-");
       String key = server.command("keys", "create", "--workspace", "default", "--name", "tenant").trim();
+      Http api = api(server, key);
       try {
         server.start();
         StringBuilder steps = new StringBuilder();
@@ -170,29 +167,29 @@ class HostileLoadIT {
           steps.append(i == 0 ? "" : ",").append("{\"type\":\"http\",\"url\":\"").append(tool.url("/big"))
               .append("\",\"timeout_ms\":10000}");
         }
-        HttpResponse<String> put = send(server, key, "PUT", "/v1/workflows/big",
+        Http.Reply put = api.put("/v1/workflows/big",
             "{\"name\":\"Big\",\"steps\":[" + steps + "]}");
-        assertTrue(put.statusCode() == 200 || put.statusCode() == 201, () -> "workflow: " + put.body());
+        assertTrue(put.status() == 200 || put.status() == 201, () -> "workflow: " + put.body());
         List<String> endpointIds = new ArrayList<>();
         for (String path : List.of("/a", "/b")) {
-          HttpResponse<String> endpoint = send(server, key, "POST", "/v1/webhook_endpoints",
+          Http.Reply endpoint = api.post("/v1/webhook_endpoints",
               "{\"url\":\"" + receiver.url(path) + "\",\"event_types\":[\"*\"]}");
-          assertEquals(201, endpoint.statusCode(), endpoint::body);
+          assertEquals(201, endpoint.status(), endpoint::body);
           receiver.trust(Json.tree(endpoint.body()).get("secret").asText());
           endpointIds.add(Json.tree(endpoint.body()).get("id").asText());
         }
 
         Set<String> running = new LinkedHashSet<>();
         for (int i = 0; i < BIG_RUNS; i++) {
-          HttpResponse<String> started = send(server, key, "POST", "/v1/workflows/big/runs", "{\"project\":\"big\"}");
-          assertTrue(started.statusCode() == 200 || started.statusCode() == 201, () -> "start: " + started.body());
+          Http.Reply started = api.post("/v1/workflows/big/runs", "{\"project\":\"big\"}");
+          assertTrue(started.status() == 200 || started.status() == 201, () -> "start: " + started.body());
           running.add(Json.tree(started.body()).get("id").asText());
         }
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(90);
         while (!running.isEmpty() && System.nanoTime() < deadline) {
           for (String run : List.copyOf(running)) {
-            HttpResponse<String> read = send(server, key, "GET", "/v1/runs/" + run, null);
-            assertEquals(200, read.statusCode(), () -> "run " + run + ": " + read.statusCode() + "\n" + server.log());
+            Http.Reply read = api.get("/v1/runs/" + run);
+            assertEquals(200, read.status(), () -> "run " + run + ": " + read.status() + "\n" + server.log());
             String status = Json.tree(read.body()).get("status").asText();
             assertTrue(!status.equals("failed") && !status.equals("cancelled"), () -> "run " + run + " " + status);
             if (status.equals("succeeded")) {
@@ -223,16 +220,16 @@ class HostileLoadIT {
         // the delivery log, where it waits behind the others for these slow endpoints.
         String succeededPath = "/v1/webhook_endpoints/" + endpoints.get(0)
             + "/deliveries?event_type=run.succeeded&limit=1";
-        JsonNode succeeded = Json.tree(send(server, key, "GET", succeededPath, null).body()).get("data");
+        JsonNode succeeded = Json.tree(api.get(succeededPath).body()).get("data");
         for (long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
              succeeded.isEmpty() && System.nanoTime() < until; ) {
           Thread.sleep(200);
-          succeeded = Json.tree(send(server, key, "GET", succeededPath, null).body()).get("data");
+          succeeded = Json.tree(api.get(succeededPath).body()).get("data");
         }
         assertEquals(1, succeeded.size(), succeeded::toString);
-        HttpResponse<String> read = send(server, key, "GET", "/v1/webhook_deliveries/"
-            + succeeded.get(0).get("id").asText(), null);
-        assertEquals(200, read.statusCode(), read::body);
+        Http.Reply read = api.get("/v1/webhook_deliveries/"
+            + succeeded.get(0).get("id").asText());
+        assertEquals(200, read.status(), read::body);
         JsonNode payload = Json.tree(read.body()).get("payload");
         if (payload.isTextual()) {
           payload = Json.tree(payload.asText());
@@ -260,6 +257,7 @@ class HostileLoadIT {
     RunwayProcess server = RunwayProcess.onFreshDatabase(TestDatabase.H2,
         Map.of("RUNWAY_RATELIMIT_PER_KEY_PER_SECOND", "0", "RUNWAY_ENGINE_ENABLED", "false"), "runway-hostile-");
     String key = server.command("keys", "create", "--workspace", "default", "--name", "tenant").trim();
+    Http api = api(server, key);
     try {
       server.start();
       String value = "v".repeat(15_000);
@@ -271,21 +269,21 @@ class HostileLoadIT {
           records.append(i == 0 ? "" : ",").append("{\"external_id\":\"r-").append(batch * 16 + i)
               .append("\",\"properties\":").append(properties).append('}');
         }
-        HttpResponse<String> made = send(server, key, "POST", SYNC, "{\"records\":[" + records + "]}");
-        assertEquals(200, made.statusCode(), () -> "sync: " + made.statusCode());
+        Http.Reply made = api.post(SYNC, "{\"records\":[" + records + "]}");
+        assertEquals(200, made.status(), () -> "sync: " + made.status());
       }
 
       ExecutorService pool = Executors.newFixedThreadPool(4);
       try {
-        List<Future<HttpResponse<String>>> reads = new ArrayList<>();
+        List<Future<Http.Reply>> reads = new ArrayList<>();
         for (int round = 0; round < 3; round++) {
           for (int i = 0; i < 4; i++) {
-            reads.add(pool.submit(() -> send(server, key, "GET", "/v1/crm/contacts/records?limit=1000", null)));
+            reads.add(pool.submit(() -> api.get("/v1/crm/contacts/records?limit=1000")));
           }
         }
-        for (Future<HttpResponse<String>> read : reads) {
-          HttpResponse<String> page = read.get();
-          assertEquals(200, page.statusCode(), () -> "read: " + page.statusCode());
+        for (Future<Http.Reply> read : reads) {
+          Http.Reply page = read.get();
+          assertEquals(200, page.status(), () -> "read: " + page.status());
           JsonNode body = Json.tree(page.body());
           int rows = body.get("data").size();
           assertTrue(rows >= 1 && rows < 1000, () -> "a page of " + rows + " records of 60 KB");
@@ -297,13 +295,13 @@ class HostileLoadIT {
           empty.append(i == 0 ? "{}" : ",{}");
         }
         String emptyRecords = empty.append("]}").toString();
-        List<Future<HttpResponse<String>>> syncs = new ArrayList<>();
+        List<Future<Http.Reply>> syncs = new ArrayList<>();
         for (int i = 0; i < 4; i++) {
-          syncs.add(pool.submit(() -> send(server, key, "POST", SYNC, emptyRecords)));
+          syncs.add(pool.submit(() -> api.post(SYNC, emptyRecords)));
         }
-        for (Future<HttpResponse<String>> sync : syncs) {
-          HttpResponse<String> refused = sync.get();
-          assertEquals(400, refused.statusCode(), () -> "empty records: " + refused.statusCode());
+        for (Future<Http.Reply> sync : syncs) {
+          Http.Reply refused = sync.get();
+          assertEquals(400, refused.status(), () -> "empty records: " + refused.status());
           assertEquals("records", Json.tree(refused.body()).get("param").asText());
         }
       } finally {
@@ -316,25 +314,16 @@ class HostileLoadIT {
     }
   }
 
-  private HttpResponse<String> send(RunwayProcess server, String key, String method, String path, String body)
-      throws IOException, InterruptedException {
-    HttpRequest.Builder request = HttpRequest.newBuilder(URI.create(server.base() + path))
-        .header("Authorization", "Bearer " + key).timeout(Duration.ofSeconds(60));
-    if (body == null) {
-      request.GET();
-    } else {
-      request.header("Content-Type", "application/json")
-          .method(method, HttpRequest.BodyPublishers.ofString(body, StandardCharsets.UTF_8));
-    }
-    return client.send(request.build(), HttpResponse.BodyHandlers.ofString());
+  /** The server's API with this key, a request given up after 60 s (a loaded server may take long). */
+  private static Http api(RunwayProcess server, String key) {
+    return server.http(key).timeout(Duration.ofSeconds(60));
   }
 
   /** The server still answers /readyz 200 and never ran out of memory. */
-  private void assertReady(RunwayProcess server) throws IOException, InterruptedException {
+  private static void assertReady(RunwayProcess server) throws IOException {
     assertFalse(server.logged("OutOfMemoryError"), "the server ran out of memory");
-    HttpResponse<String> ready = client.send(HttpRequest.newBuilder(URI.create(server.base() + "/readyz"))
-        .timeout(Duration.ofSeconds(10)).build(), HttpResponse.BodyHandlers.ofString());
-    assertEquals(200, ready.statusCode(), ready.body());
+    Http.Reply ready = server.http(null).timeout(Duration.ofSeconds(10)).get("/readyz");
+    assertEquals(200, ready.status(), ready.body());
   }
 
   /**

@@ -5,20 +5,14 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.runway.core.Json;
 import dev.runway.support.BothDatabases;
+import dev.runway.support.Http;
+import dev.runway.support.LoadUntilKilled;
 import dev.runway.support.TestDatabase;
-import java.net.URI;
-import java.net.http.HttpClient;
-import java.net.http.HttpRequest;
-import java.net.http.HttpResponse;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
-import java.util.concurrent.ThreadLocalRandom;
-import java.util.concurrent.TimeUnit;
 
 /**
  * A 200 means committed: the packaged jar is stopped in the middle of a load of run starts (group
@@ -28,7 +22,6 @@ import java.util.concurrent.TimeUnit;
 class KillNineIT {
   private static final int THREADS = 8;
   private static final int MIN_RUNS_PER_ROUND = 20;
-  private final HttpClient client = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(2)).build();
 
   @BothDatabases
   void every_acknowledged_run_survives_kill_9_five_times_over(TestDatabase db) throws Exception {
@@ -38,13 +31,8 @@ class KillNineIT {
       for (int round = 1; round <= 5; round++) {
         s.process.start();
         int atStart = acked.size();
-        Load load = new Load(s.process.base(), s.key, acked);
-        // Until the load runs (a loaded machine may take longer than the usual second), then a while.
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
-        while (acked.size() < atStart + MIN_RUNS_PER_ROUND && System.nanoTime() < deadline) {
-          Thread.sleep(20);
-        }
-        Thread.sleep(ThreadLocalRandom.current().nextLong(300, 1500));
+        LoadUntilKilled load = load(s, acked);
+        load.runUntil(() -> acked.size() >= atStart + MIN_RUNS_PER_ROUND, 300, 1500);
         int beforeKill = acked.size();
         s.process.kill9();
         load.stop();
@@ -68,13 +56,8 @@ class KillNineIT {
     List<String> acked = Collections.synchronizedList(new ArrayList<>());
     try {
       s.process.start();
-      Load load = new Load(s.process.base(), s.key, acked);
-      // Until the load runs (a loaded machine may take longer than the usual second and a half).
-      long loadDeadline = System.nanoTime() + java.time.Duration.ofSeconds(30).toNanos();
-      while (acked.size() <= 20 && System.nanoTime() < loadDeadline) {
-        Thread.sleep(100);
-      }
-      Thread.sleep(500);
+      LoadUntilKilled load = load(s, acked);
+      load.runUntil(() -> acked.size() > 20, 500, 500);
       long t0 = System.nanoTime();
       int exit = s.process.terminate(20);
       long ms = (System.nanoTime() - t0) / 1_000_000;
@@ -97,11 +80,7 @@ class KillNineIT {
 
   private static Server server(TestDatabase db) throws Exception {
     RunwayProcess process = RunwayProcess.onFreshDatabase(db, Map.of(), "runway-stop-");
-    // The keys command works on the database before the server has ever run.
-    String key = process.command("keys", "create", "--workspace", "default", "--scopes", "runs:write,runs:read",
-        "--name", "stop-test").trim();
-    assertTrue(key.matches("wsk_[0-9A-Za-z]{40}"), key);
-    return new Server(process, key);
+    return new Server(process, process.createKey("runs:write,runs:read", "stop-test"));
   }
 
   /**
@@ -111,16 +90,16 @@ class KillNineIT {
    */
   private List<String> missing(Server s, List<String> acked) throws Exception {
     List<String> missing = new ArrayList<>();
+    Http http = s.process.http(s.key);
     for (String id : List.copyOf(acked)) {
-      HttpRequest read = HttpRequest.newBuilder(URI.create(s.process.base() + "/v1/runs/" + id))
-          .header("Authorization", "Bearer " + s.key).build();
-      HttpResponse<String> r = client.send(read, HttpResponse.BodyHandlers.ofString());
-      for (int tries = 0; r.statusCode() == 429 && tries < 30; tries++) {
-        Thread.sleep(1000L * Long.parseLong(r.headers().firstValue("Retry-After").orElse("1")));
-        r = client.send(read, HttpResponse.BodyHandlers.ofString());
+      Http.Reply r = http.get("/v1/runs/" + id);
+      for (int tries = 0; r.status() == 429 && tries < 30; tries++) {
+        String retryAfter = r.header("Retry-After");
+        Thread.sleep(1000L * Long.parseLong(retryAfter == null ? "1" : retryAfter));
+        r = http.get("/v1/runs/" + id);
       }
-      if (r.statusCode() != 200) {
-        missing.add(id + " (" + r.statusCode() + ")");
+      if (r.status() != 200) {
+        missing.add(id + " (" + r.status() + ")");
       } else {
         assertEquals(id, Json.tree(r.body()).get("id").asText());
       }
@@ -132,41 +111,17 @@ class KillNineIT {
    * THREADS clients starting runs until stopped, recording every 200's run id. A failed request (the
    * server gone, or a timeout on a loaded machine) is tried again after a moment until stopped.
    */
-  private final class Load {
-    private final ExecutorService pool = Executors.newFixedThreadPool(THREADS);
-    private volatile boolean running = true;
-
-    Load(String base, String key, List<String> acked) {
-      for (int t = 0; t < THREADS; t++) {
-        HttpRequest request = HttpRequest.newBuilder(URI.create(base + "/v1/workflows/hello/runs"))
-            .timeout(Duration.ofSeconds(5))
-            .header("Authorization", "Bearer " + key)
-            .header("Content-Type", "application/json")
-            .POST(HttpRequest.BodyPublishers.ofString("{\"project\":\"load-" + t + "\"}"))
-            .build();
-        pool.submit(() -> {
-          while (running) {
-            try {
-              HttpResponse<String> r = client.send(request, HttpResponse.BodyHandlers.ofString());
-              if (r.statusCode() == 200) {
-                acked.add(Json.tree(r.body()).get("id").asText());
-              }
-            } catch (Exception e) {
-              try {
-                Thread.sleep(20);
-              } catch (InterruptedException interrupted) {
-                return;
-              }
-            }
-          }
-        });
+  private static LoadUntilKilled load(Server s, List<String> acked) {
+    Http http = s.process.http(s.key).timeout(Duration.ofSeconds(5));
+    return new LoadUntilKilled(THREADS, client -> {
+      try {
+        Http.Reply r = http.post("/v1/workflows/hello/runs", "{\"project\":\"load-" + client + "\"}");
+        if (r.status() == 200) {
+          acked.add(Json.tree(r.body()).get("id").asText());
+        }
+      } catch (RuntimeException failed) {
+        Thread.sleep(20);
       }
-    }
-
-    void stop() throws InterruptedException {
-      running = false;
-      pool.shutdown();
-      assertTrue(pool.awaitTermination(30, TimeUnit.SECONDS));
-    }
+    });
   }
 }

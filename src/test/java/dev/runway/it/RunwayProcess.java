@@ -1,5 +1,8 @@
 package dev.runway.it;
 
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.runway.support.Http;
 import dev.runway.support.TempFiles;
 import dev.runway.support.TestDatabase;
 import java.io.IOException;
@@ -92,6 +95,21 @@ final class RunwayProcess {
       throw new IllegalStateException("runway " + String.join(" ", args) + " failed: " + r.stderr());
     }
     return r.stdout();
+  }
+
+  /**
+   * A new key of the workspace default with these scopes (comma-separated), made by the keys
+   * command: it works on the database before the server has ever run, and while it runs.
+   */
+  String createKey(String scopes, String name) throws IOException, InterruptedException {
+    String key = command("keys", "create", "--workspace", "default", "--scopes", scopes, "--name", name).trim();
+    assertTrue(key.matches("wsk_[0-9A-Za-z]{40}"), key);
+    return key;
+  }
+
+  /** A client of the server's API with this key, with connections of its own (none kept from a server killed before). */
+  Http http(String key) {
+    return Http.at(base(), key);
   }
 
   /** Starts the server and waits until /readyz answers 200. */

@@ -4,13 +4,10 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.runway.support.Http;
 import dev.runway.support.TestDatabase;
 import dev.runway.support.ToolServer;
 import java.io.IOException;
-import java.net.URI;
-import java.net.http.HttpClient;
-import java.net.http.HttpRequest;
-import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -40,8 +37,6 @@ class TenantMemoryIT {
   private static final long ALLOWED_GROWTH_KB = 24 * 1024;
   private static final Pattern TOTAL = Pattern.compile("(?m)^Total\\s+\\d+\\s+(\\d+)\\s*$");
 
-  private final HttpClient client = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
-
   @Test
   void five_thousand_new_60_kb_workflows_each_with_a_run_leave_the_heap_as_it_was() throws Exception {
     RunwayProcess server = RunwayProcess.onFreshDatabase(TestDatabase.H2,
@@ -49,19 +44,19 @@ class TenantMemoryIT {
             // one workspace with thousands of workflows: the churn of definitions is what is measured
             "RUNWAY_QUOTAS_WORKFLOWS_PER_WORKSPACE", "0"), "runway-heap-");
     String key = server.command("keys", "create", "--workspace", "default", "--name", "tenant").trim();
+    Http api = server.http(key);
     try {
       server.start();
-      rounds(server, key, 0, 200); // classes loaded, code compiled, pools filled
+      rounds(api, 0, 200); // classes loaded, code compiled, pools filled
       long before = liveHeapKb(server);
       long t0 = System.nanoTime();
-      rounds(server, key, 200, 200 + ROUNDS);
+      rounds(api, 200, 200 + ROUNDS);
       long seconds = (System.nanoTime() - t0) / 1_000_000_000L;
       long after = liveHeapKb(server);
       System.out.printf("%d rounds of a new 60 KB workflow and a run in %d s: live heap %d KB before, %d KB after%n",
           ROUNDS, seconds, before, after);
-      HttpResponse<String> ready = client.send(HttpRequest.newBuilder(URI.create(server.base() + "/readyz")).build(),
-          HttpResponse.BodyHandlers.ofString());
-      assertEquals(200, ready.statusCode(), ready.body());
+      Http.Reply ready = api.get("/readyz", null);
+      assertEquals(200, ready.status(), ready.body());
       assertTrue(after - before < ALLOWED_GROWTH_KB, "live heap grew from " + before + " KB to " + after + " KB");
     } finally {
       server.stop();
@@ -83,19 +78,18 @@ class TenantMemoryIT {
           "RUNWAY_RATELIMIT_PER_KEY_PER_SECOND", "0", "RUNWAY_ENGINE_HTTP_ALLOW_PRIVATE_NETWORKS", "true"),
           "runway-heap-calls-");
       String key = server.command("keys", "create", "--workspace", "default", "--name", "heavy").trim();
+      Http api = server.http(key);
       try {
         server.start();
         String step = "{\"type\":\"http\",\"url\":\"" + tool.url("/big") + "\",\"max_attempts\":1}";
         String hang = "{\"type\":\"http\",\"url\":\"" + tool.url("/hang") + "\",\"timeout_ms\":60000}";
-        HttpResponse<String> put = send(server, key, "PUT", "/v1/workflows/heavy",
-            "{\"steps\":[" + step + "," + step + "," + step + "," + hang + "]}");
-        assertEquals(201, put.statusCode(), put.body());
+        Http.Reply put = api.put("/v1/workflows/heavy", "{\"steps\":[" + step + "," + step + "," + step + "," + hang + "]}");
+        assertEquals(201, put.status(), put.body());
         long before = liveHeapKb(server);
         ExecutorService pool = Executors.newFixedThreadPool(THREADS);
         List<Future<Integer>> starts = new ArrayList<>();
         for (int i = 0; i < 400; i++) {
-          starts.add(pool.submit(() -> send(server, key, "POST", "/v1/workflows/heavy/runs", "{\"project\":\"p\"}")
-              .statusCode()));
+          starts.add(pool.submit(() -> api.post("/v1/workflows/heavy/runs", "{\"project\":\"p\"}").status()));
         }
         for (Future<Integer> f : starts) {
           assertEquals(200, f.get(60, TimeUnit.SECONDS));
@@ -116,9 +110,8 @@ class TenantMemoryIT {
         System.out.printf("400 runs with 3 x 64 KB outputs waiting on a hanging tool: %d calls waiting at most, "
             + "%d of 1200 large steps done, live heap %d KB before, %d KB while they wait%n", waiting,
             tool.calls("/big").size(), before, during);
-        HttpResponse<String> ready = client.send(HttpRequest.newBuilder(URI.create(server.base() + "/readyz")).build(),
-            HttpResponse.BodyHandlers.ofString());
-        assertEquals(200, ready.statusCode(), ready.body());
+        Http.Reply ready = api.get("/readyz", null);
+        assertEquals(200, ready.status(), ready.body());
         assertFalse(server.logged("OutOfMemoryError"), server.log());
         assertTrue(waiting > 10 && waiting < 150, "calls waiting at once, bounded by their memory: " + waiting);
         // Unbounded, these calls would hold about 180 MB; bounded, the live heap grows by what the
@@ -131,7 +124,7 @@ class TenantMemoryIT {
   }
 
   /** Rounds from..to on THREADS threads; each must answer 200 (put) then 200 (start). */
-  private void rounds(RunwayProcess server, String key, int from, int to) throws Exception {
+  private static void rounds(Http api, int from, int to) throws Exception {
     ExecutorService pool = Executors.newFixedThreadPool(THREADS);
     AtomicInteger next = new AtomicInteger(from);
     List<Future<?>> workers = new ArrayList<>();
@@ -139,10 +132,10 @@ class TenantMemoryIT {
       workers.add(pool.submit(() -> {
         for (int i = next.getAndIncrement(); i < to; i = next.getAndIncrement()) {
           String id = "tenant-" + i;
-          HttpResponse<String> put = send(server, key, "PUT", "/v1/workflows/" + id, definition(i));
-          assertTrue(put.statusCode() == 201, () -> "put " + id + ": " + put.statusCode() + " " + put.body());
-          HttpResponse<String> run = send(server, key, "POST", "/v1/workflows/" + id + "/runs", "{\"project\":\"p\"}");
-          assertEquals(200, run.statusCode(), () -> "run of " + id + ": " + run.body());
+          Http.Reply put = api.put("/v1/workflows/" + id, definition(i));
+          assertTrue(put.status() == 201, () -> "put " + id + ": " + put.status() + " " + put.body());
+          Http.Reply run = api.post("/v1/workflows/" + id + "/runs", "{\"project\":\"p\"}");
+          assertEquals(200, run.status(), () -> "run of " + id + ": " + run.body());
         }
         return null;
       }));
@@ -168,15 +161,6 @@ class TenantMemoryIT {
       throw new IllegalStateException("definition of " + body.length() + " bytes");
     }
     return body;
-  }
-
-  private HttpResponse<String> send(RunwayProcess server, String key, String method, String path, String body)
-      throws IOException, InterruptedException {
-    HttpRequest request = HttpRequest.newBuilder(URI.create(server.base() + path))
-        .header("Authorization", "Bearer " + key).header("Content-Type", "application/json")
-        .method(method, HttpRequest.BodyPublishers.ofString(body, StandardCharsets.UTF_8))
-        .timeout(Duration.ofSeconds(30)).build();
-    return client.send(request, HttpResponse.BodyHandlers.ofString());
   }
 
   /**

@@ -6,13 +6,11 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import com.fasterxml.jackson.databind.JsonNode;
 import dev.runway.core.Json;
 import dev.runway.support.BothDatabases;
+import dev.runway.support.Http;
+import dev.runway.support.LoadUntilKilled;
 import dev.runway.support.TestDatabase;
 import dev.runway.support.WebhookReceiver;
 import dev.runway.support.WebhookReceiver.Reply;
-import java.net.URI;
-import java.net.http.HttpClient;
-import java.net.http.HttpRequest;
-import java.net.http.HttpResponse;
 import java.sql.Connection;
 import java.sql.DriverManager;
 import java.sql.ResultSet;
@@ -25,10 +23,6 @@ import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
-import java.util.concurrent.ThreadLocalRandom;
-import java.util.concurrent.TimeUnit;
 
 /**
  * Webhooks are at least once across kill -9: the packaged jar is killed twice in the middle of run
@@ -54,20 +48,17 @@ class WebhookKillNineIT {
         "RUNWAY_WEBHOOKS_RETRY_BASE_MS", "100",
         "RUNWAY_WEBHOOKS_TIMEOUT_MS", WEBHOOK_TIMEOUT_MS,
         "RUNWAY_WEBHOOKS_POLL_INTERVAL_MS", "200"), "runway-webhook-kill-");
-    // The keys command works on the database before the server has ever run.
-    String key = process.command("keys", "create", "--workspace", "default", "--scopes", "admin,runs:write,runs:read",
-        "--name", "webhook-kill-test").trim();
-    assertTrue(key.matches("wsk_[0-9A-Za-z]{40}"), key);
+    String key = process.createKey("admin,runs:write,runs:read", "webhook-kill-test");
     List<String> acked = Collections.synchronizedList(new ArrayList<>());
     try (WebhookReceiver receiver = new WebhookReceiver()) {
       // Slow failures while the load runs: deliveries pile up pending, retried every second (Retry-After),
       // with attempts in flight (16 at a time) whenever the kill comes.
       receiver.script(HOOK, new Reply(503, "1", Duration.ofMillis(200)));
       process.start();
-      ApiClient api = new ApiClient(process.base(), key);
-      HttpResponse<String> made = api.send("POST", "/v1/webhook_endpoints",
+      Http api = process.http(key);
+      Http.Reply made = api.post("/v1/webhook_endpoints",
           "{\"url\":\"" + receiver.url(HOOK) + "\",\"event_types\":[\"run.*\"]}");
-      assertEquals(201, made.statusCode(), made::body);
+      assertEquals(201, made.status(), made::body);
       String endpoint = Json.tree(made.body()).get("id").asText();
       String secret = Json.tree(made.body()).get("secret").asText();
       receiver.trust(secret);
@@ -79,14 +70,10 @@ class WebhookKillNineIT {
         }
         int atStart = acked.size();
         int attemptsAtStart = receiver.deliveries().size();
-        Load load = new Load(process.base(), key, acked);
+        LoadUntilKilled load = load(process.http(key), acked);
         // Kill once this round has acknowledged runs and attempted deliveries, after up to a second more.
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
-        while ((acked.size() < atStart + MIN_RUNS_PER_ROUND || receiver.deliveries().size() <= attemptsAtStart)
-            && System.nanoTime() < deadline) {
-          Thread.sleep(20);
-        }
-        Thread.sleep(ThreadLocalRandom.current().nextLong(300, 1000));
+        load.runUntil(() -> acked.size() >= atStart + MIN_RUNS_PER_ROUND
+            && receiver.deliveries().size() > attemptsAtStart, 300, 1000);
         int beforeKill = acked.size();
         int attemptsBeforeKill = receiver.deliveries().size();
         process.kill9();
@@ -100,9 +87,8 @@ class WebhookKillNineIT {
       }
 
       process.start();
-      ApiClient after = new ApiClient(process.base(), key);
-      assertTrue(after.get("/v1/webhook_endpoints/" + endpoint + "/deliveries?status=pending&limit=1").get("data")
-          .size() > 0, "deliveries were still pending at the last kill");
+      Http after = process.http(key);
+      assertTrue(anyPending(after, endpoint), "deliveries were still pending at the last kill");
       if (db == TestDatabase.H2) {
         // H2 serves one process: the restart drops the leases the kill left at once.
         assertTrue(process.logged("webhook deliveries leased before the last stop"),
@@ -113,12 +99,11 @@ class WebhookKillNineIT {
       receiver.script(HOOK, Reply.status(200));
 
       long until = System.nanoTime() + DELIVERED_WITHIN.toNanos();
-      while (after.get("/v1/webhook_endpoints/" + endpoint + "/deliveries?status=pending&limit=1").get("data").size() > 0
-          && System.nanoTime() < until) {
+      while (anyPending(after, endpoint) && System.nanoTime() < until) {
         Thread.sleep(250);
       }
-      List<JsonNode> feed = after.events();
-      List<JsonNode> deliveries = after.deliveries(endpoint);
+      List<JsonNode> feed = after.all("/v1/events?limit=1000");
+      List<JsonNode> deliveries = after.all("/v1/webhook_endpoints/" + endpoint + "/deliveries?limit=100");
       List<WebhookReceiver.Delivery> received = receiver.deliveries();
       System.out.printf("webhooks kill -9 x%d on %s: %d runs acknowledged, %d events, %d deliveries, %d requests "
           + "to the receiver (%d answered 2xx), %s; %d ms%n", ROUNDS, db.label(), acked.size(), feed.size(),
@@ -198,94 +183,20 @@ class WebhookKillNineIT {
   }
 
   /** THREADS clients starting runs of hello until stopped (or the server goes away), recording every 200's run id. */
-  private static final class Load {
-    private final ExecutorService pool = Executors.newFixedThreadPool(THREADS);
-    // A client of its own: no connection kept from the server killed before.
-    private final HttpClient client = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(2)).build();
-    private volatile boolean running = true;
-
-    Load(String base, String key, List<String> acked) {
-      for (int t = 0; t < THREADS; t++) {
-        HttpRequest request = HttpRequest.newBuilder(URI.create(base + "/v1/workflows/hello/runs"))
-            .timeout(Duration.ofSeconds(10))
-            .header("Authorization", "Bearer " + key)
-            .header("Content-Type", "application/json")
-            .POST(HttpRequest.BodyPublishers.ofString("{\"project\":\"load-" + t + "\"}"))
-            .build();
-        pool.submit(() -> {
-          while (running) {
-            try {
-              HttpResponse<String> r = client.send(request, HttpResponse.BodyHandlers.ofString());
-              if (r.statusCode() == 200) {
-                acked.add(Json.tree(r.body()).get("id").asText());
-              }
-            } catch (Exception serverGone) {
-              return;
-            }
-          }
-        });
+  private static LoadUntilKilled load(Http http, List<String> acked) {
+    Http load = http.timeout(Duration.ofSeconds(10));
+    return new LoadUntilKilled(THREADS, client -> {
+      Http.Reply r = load.post("/v1/workflows/hello/runs", "{\"project\":\"load-" + client + "\"}");
+      if (r.status() == 200) {
+        acked.add(Json.tree(r.body()).get("id").asText());
       }
-    }
-
-    void stop() throws InterruptedException {
-      running = false;
-      pool.shutdown();
-      assertTrue(pool.awaitTermination(30, TimeUnit.SECONDS));
-    }
+    });
   }
 
-  /** Reads the server back through its API. */
-  private static final class ApiClient {
-    private final HttpClient client = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(2)).build();
-    private final String base;
-    private final String key;
-
-    ApiClient(String base, String key) {
-      this.base = base;
-      this.key = key;
-    }
-
-    HttpResponse<String> send(String method, String path, String body) throws Exception {
-      HttpRequest.Builder b = HttpRequest.newBuilder(URI.create(base + path)).timeout(Duration.ofSeconds(30))
-          .header("Authorization", "Bearer " + key);
-      if (body != null) {
-        b.header("Content-Type", "application/json");
-      }
-      b.method(method, body == null ? HttpRequest.BodyPublishers.noBody() : HttpRequest.BodyPublishers.ofString(body));
-      return client.send(b.build(), HttpResponse.BodyHandlers.ofString());
-    }
-
-    JsonNode get(String path) throws Exception {
-      HttpResponse<String> r = send("GET", path, null);
-      assertEquals(200, r.statusCode(), () -> path + ": " + r.body());
-      return Json.tree(r.body());
-    }
-
-    /** The workspace's whole event feed, oldest first. */
-    List<JsonNode> events() throws Exception {
-      List<JsonNode> events = new ArrayList<>();
-      String after = null;
-      boolean more;
-      do {
-        JsonNode page = get("/v1/events?limit=1000" + (after == null ? "" : "&starting_after=" + after));
-        page.get("data").forEach(events::add);
-        more = page.get("has_more").asBoolean();
-        after = page.get("next_cursor").asText();
-      } while (more);
-      return events;
-    }
-
-    /** Every delivery of the endpoint. */
-    List<JsonNode> deliveries(String endpoint) throws Exception {
-      List<JsonNode> deliveries = new ArrayList<>();
-      String after = null;
-      do {
-        JsonNode page = get("/v1/webhook_endpoints/" + endpoint + "/deliveries?limit=100"
-            + (after == null ? "" : "&starting_after=" + after));
-        page.get("data").forEach(deliveries::add);
-        after = page.get("has_more").asBoolean() ? page.get("next_cursor").asText() : null;
-      } while (after != null);
-      return deliveries;
-    }
+  /** Whether any delivery to the endpoint is still pending. */
+  private static boolean anyPending(Http api, String endpoint) {
+    Http.Reply page = api.get("/v1/webhook_endpoints/" + endpoint + "/deliveries?status=pending&limit=1");
+    assertEquals(200, page.status(), page::body);
+    return page.json().get("data").size() > 0;
   }
 }

@@ -18,9 +18,6 @@ import java.net.Inet4Address;
 import java.net.InetAddress;
 import java.net.NetworkInterface;
 import java.net.URI;
-import java.net.http.HttpClient;
-import java.net.http.HttpRequest;
-import java.net.http.HttpResponse;
 import java.time.Duration;
 import java.util.Collections;
 import java.util.List;
@@ -33,7 +30,6 @@ import org.junit.jupiter.api.Test;
 class MetricsTest {
   private static final String TEXT_004 = "text/plain; version=0.0.4; charset=utf-8";
   private static final String TOKEN = "scrape-token-0123456789abcdef";
-  private final HttpClient client = HttpClient.newHttpClient();
 
   /**
    * One run started (it ends at once: no steps), read, a CRM sync of a created and a failed record,
@@ -135,14 +131,12 @@ class MetricsTest {
     Assumptions.assumeTrue(own.isPresent(), "this machine has no non-loopback address");
     api.testWith(s -> s.with("http.host", "0.0.0.0").with("metrics.token", TOKEN), http -> {
       int port = URI.create(http.origin()).getPort();
-      URI metrics = URI.create("http://" + own.get().getHostAddress() + ":" + port + "/metrics");
-      HttpResponse<String> refused = client.send(HttpRequest.newBuilder(metrics).build(),
-          HttpResponse.BodyHandlers.ofString());
-      assertEquals(403, refused.statusCode(), refused.body());
+      Http fromOwnAddress = Http.at("http://" + own.get().getHostAddress() + ":" + port, null);
+      Http.Reply refused = fromOwnAddress.get("/metrics");
+      assertEquals(403, refused.status(), refused.body());
       assertEquals("metrics_forbidden", Json.tree(refused.body()).get("code").asText());
-      HttpResponse<String> allowed = client.send(HttpRequest.newBuilder(metrics)
-          .header("Authorization", "Bearer " + TOKEN).build(), HttpResponse.BodyHandlers.ofString());
-      assertEquals(200, allowed.statusCode(), allowed.body());
+      Http.Reply allowed = fromOwnAddress.get("/metrics", TOKEN);
+      assertEquals(200, allowed.status(), allowed.body());
       assertTrue(allowed.body().contains("runway_http_requests_seconds"));
     });
   }
@@ -165,18 +159,18 @@ class MetricsTest {
         .with("engine.enabled", "true")
         .with("engine.http.allow_private_networks", "true");
     try (WebhookReceiver receiver = new WebhookReceiver(); Runway runway = Runway.start(settings)) {
-      int port = runway.port();
       String key = runway.keys().create("metrics", "test", List.of(Scope.values()), null, null).key();
-      assertEquals(201, send(port, "POST", "/v1/webhook_endpoints", key,
-          "{\"url\":\"" + receiver.url("/hook") + "\",\"event_types\":[\"run.succeeded\"]}").statusCode());
-      assertEquals(201, send(port, "PUT", "/v1/workflows/w", key, "{\"steps\":[]}").statusCode());
-      assertEquals(200, send(port, "POST", "/v1/workflows/w/runs", key, "{\"project\":\"p\"}").statusCode());
+      Http http = Http.onPort(runway.port(), key);
+      assertEquals(201, http.post("/v1/webhook_endpoints",
+          "{\"url\":\"" + receiver.url("/hook") + "\",\"event_types\":[\"run.succeeded\"]}").status());
+      assertEquals(201, http.put("/v1/workflows/w", "{\"steps\":[]}").status());
+      assertEquals(200, http.post("/v1/workflows/w/runs", "{\"project\":\"p\"}").status());
       receiver.await(Duration.ofSeconds(20), d -> !d.isEmpty(), "the run's webhook delivery");
 
       Scrape scrape = null;
       long until = System.nanoTime() + Duration.ofSeconds(10).toNanos();
       while (System.nanoTime() < until) {
-        scrape = new Scrape(send(port, "GET", "/metrics", null, null).body());
+        scrape = new Scrape(http.get("/metrics", null).body());
         if (scrape.value("runway_webhook_deliveries_total", "outcome", "succeeded") >= 1
             && scrape.value("runway_webhook_attempts_seconds_count", "outcome", "succeeded") >= 1) {
           break;
@@ -201,9 +195,10 @@ class MetricsTest {
     }
 
     try (Runway off = Runway.start(db.settingsForFreshDatabase().with("metrics.enabled", "false"))) {
-      HttpResponse<String> refused = send(off.port(), "GET", "/metrics", null, null);
-      assertEquals(404, refused.statusCode(), refused.body());
-      assertEquals(200, send(off.port(), "GET", "/healthz", null, null).statusCode());
+      Http http = Http.onPort(off.port(), null);
+      Http.Reply refused = http.get("/metrics");
+      assertEquals(404, refused.status(), refused.body());
+      assertEquals(200, http.get("/healthz").status());
     }
   }
 
@@ -247,17 +242,5 @@ class MetricsTest {
       return Optional.empty();
     }
     return Optional.empty();
-  }
-
-  private HttpResponse<String> send(int port, String method, String path, String key, String body) throws Exception {
-    HttpRequest.Builder request = HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + path))
-        .method(method, body == null ? HttpRequest.BodyPublishers.noBody() : HttpRequest.BodyPublishers.ofString(body));
-    if (key != null) {
-      request.header("Authorization", "Bearer " + key);
-    }
-    if (body != null) {
-      request.header("Content-Type", "application/json");
-    }
-    return client.send(request.build(), HttpResponse.BodyHandlers.ofString());
   }
 }

@@ -1,27 +1,21 @@
 package dev.runway.webhook;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertTrue;
-import static org.junit.jupiter.api.Assertions.fail;
+import static dev.runway.support.SharedPostgres.count;
+import static dev.runway.support.SharedPostgres.longs;
+import static dev.runway.support.SharedPostgres.strings;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import dev.runway.Runway;
 import dev.runway.auth.Scope;
 import dev.runway.config.Settings;
 import dev.runway.core.Json;
-import dev.runway.support.TestDatabase;
+import dev.runway.support.Http;
+import dev.runway.support.SharedPostgres;
 import dev.runway.support.WebhookReceiver;
 import dev.runway.support.WebhookReceiver.Reply;
-import java.net.URI;
-import java.net.http.HttpClient;
-import java.net.http.HttpRequest;
-import java.net.http.HttpResponse;
 import java.security.SecureRandom;
 import java.sql.Connection;
-import java.sql.DriverManager;
-import java.sql.ResultSet;
-import java.sql.SQLException;
-import java.sql.Statement;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Base64;
@@ -30,12 +24,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
-import java.util.concurrent.Future;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicBoolean;
-import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
@@ -49,30 +37,16 @@ class WebhookTwoInstancesTest {
   private static final int RUNS = 200;
   private static final String HOOK = "/hook";
   private static final Duration WAIT = Duration.ofSeconds(60);
-  private static final AtomicBoolean toldWhySkipped = new AtomicBoolean();
 
-  private final HttpClient client = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
   private Settings settings;
 
   @BeforeEach
   void requirePostgres() {
-    if (!TestDatabase.postgresReachable()) {
-      String where = "PostgreSQL is not reachable at " + TestDatabase.PG_URL + " as " + TestDatabase.PG_USER;
-      if (TestDatabase.PG_REQUIRED) {
-        fail(where + ", and RUNWAY_TEST_PG_REQUIRED=true");
-      }
-      String why = "skipped: " + where + "; the two-instance webhook tests run on PostgreSQL only "
-          + "(set RUNWAY_TEST_PG_URL, or RUNWAY_TEST_PG_REQUIRED=true to fail instead of skipping)";
-      if (!toldWhySkipped.getAndSet(true)) {
-        System.out.println("WebhookTwoInstancesTest " + why); // surefire does not show an abort's message
-      }
-      Assumptions.abort(why);
-    }
+    Settings schema = SharedPostgres.freshSchemaOrSkip(getClass(), "the two-instance webhook tests");
     byte[] secretsKey = new byte[32];
     new SecureRandom().nextBytes(secretsKey);
     // As deployed: the instances share one secrets key (each signs with the endpoint's secret).
-    settings = TestDatabase.POSTGRESQL.settingsForFreshDatabase()
-        .with("http.port", "0")
+    settings = schema
         .with("secrets.key", Base64.getEncoder().encodeToString(secretsKey))
         .with("engine.http.allow_private_networks", "true")
         .with("webhooks.retry_base_ms", "100")
@@ -89,23 +63,25 @@ class WebhookTwoInstancesTest {
     try (WebhookReceiver receiver = new WebhookReceiver();
          Runway a = Runway.start(settings);
          Runway b = Runway.start(settings);
-         Connection db = connect()) {
+         Connection db = SharedPostgres.connect(settings)) {
       // Slowish: 50-100 ms per answer, so attempts overlap and each instance has several in flight.
       receiver.answer(HOOK, (id, attempt) -> new Reply(attempt == 1 && failsFirst(id) ? 500 : 200, null,
           Duration.ofMillis(50 + Math.floorMod(id.hashCode() >> 2, 51))));
       String key = a.keys().create("hooks", "test", List.of(Scope.values()), null, null).key();
-      HttpResponse<String> put = send(a.port(), "PUT", "/v1/workflows/w", key,
-          "{\"requires_approval\":false,\"steps\":[]}");
-      assertEquals(201, put.statusCode(), put.body());
-      HttpResponse<String> made = send(b.port(), "POST", "/v1/webhook_endpoints", key,
+      Http first = Http.onPort(a.port(), key);
+      Http second = Http.onPort(b.port(), key);
+      Http.Reply put = first.put("/v1/workflows/w", "{\"requires_approval\":false,\"steps\":[]}");
+      assertEquals(201, put.status(), put.body());
+      Http.Reply made = second.post("/v1/webhook_endpoints",
           "{\"url\":\"" + receiver.url(HOOK) + "\",\"event_types\":[\"run.*\"]}");
-      assertEquals(201, made.statusCode(), made.body());
+      assertEquals(201, made.status(), made.body());
       String secret = Json.tree(made.body()).get("secret").asText();
       receiver.trust(secret);
 
       // Each run starts and succeeds in its start's commit: run.started and run.succeeded, stored
       // with their deliveries by the instance that took the start.
-      List<String> runs = startRuns(new int[] {a.port(), b.port()}, key);
+      List<String> runs = SharedPostgres.startRuns(List.of(first, second), "/v1/workflows/w/runs",
+          "{\"project\":\"hooks\"}", RUNS, 4);
 
       Set<String> owners = ConcurrentHashMap.newKeySet();
       long until = System.nanoTime() + WAIT.toNanos();
@@ -119,7 +95,7 @@ class WebhookTwoInstancesTest {
         Thread.sleep(10);
       }
 
-      List<JsonNode> events = events(b.port(), key);
+      List<JsonNode> events = second.all("/v1/events?limit=1000");
       Map<String, Long> attemptsOf = longs(db, "SELECT event_id, attempts FROM webhook_delivery "
           + "WHERE status = 'succeeded'");
       Map<String, Long> attemptRows = longs(db, "SELECT d.event_id, count(*) FROM webhook_attempt a "
@@ -156,89 +132,5 @@ class WebhookTwoInstancesTest {
       assertEquals(0, count(db, "SELECT count(*) FROM webhook_delivery WHERE lease_owner IS NOT NULL "
           + "OR lease_until IS NOT NULL OR next_attempt_at IS NOT NULL"), "no delivery left leased or due");
     }
-  }
-
-  /** Starts RUNS runs of w, POSTing to the ports in turn, four at a time; their ids. */
-  private List<String> startRuns(int[] ports, String key) throws Exception {
-    ExecutorService posters = Executors.newFixedThreadPool(4);
-    try {
-      List<Future<String>> ids = new ArrayList<>();
-      for (int i = 0; i < RUNS; i++) {
-        int port = ports[i % ports.length];
-        ids.add(posters.submit(() -> {
-          HttpResponse<String> r = send(port, "POST", "/v1/workflows/w/runs", key, "{\"project\":\"hooks\"}");
-          assertEquals(200, r.statusCode(), r.body());
-          return Json.tree(r.body()).get("id").asText();
-        }));
-      }
-      List<String> out = new ArrayList<>();
-      for (Future<String> id : ids) {
-        out.add(id.get(30, TimeUnit.SECONDS));
-      }
-      return out;
-    } finally {
-      posters.shutdownNow();
-    }
-  }
-
-  /** The workspace's whole event feed, oldest first. */
-  private List<JsonNode> events(int port, String key) throws Exception {
-    List<JsonNode> events = new ArrayList<>();
-    String after = null;
-    boolean more;
-    do {
-      HttpResponse<String> r = send(port, "GET", "/v1/events?limit=1000"
-          + (after == null ? "" : "&starting_after=" + after), key, null);
-      assertEquals(200, r.statusCode(), r.body());
-      JsonNode page = Json.tree(r.body());
-      page.get("data").forEach(events::add);
-      more = page.get("has_more").asBoolean();
-      after = page.get("next_cursor").asText();
-    } while (more);
-    return events;
-  }
-
-  private HttpResponse<String> send(int port, String method, String path, String key, String body) throws Exception {
-    HttpRequest.Builder b = HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + path))
-        .timeout(Duration.ofSeconds(30))
-        .header("Authorization", "Bearer " + key);
-    if (body != null) {
-      b.header("Content-Type", "application/json");
-    }
-    b.method(method, body == null ? HttpRequest.BodyPublishers.noBody() : HttpRequest.BodyPublishers.ofString(body));
-    return client.send(b.build(), HttpResponse.BodyHandlers.ofString());
-  }
-
-  private Connection connect() throws SQLException {
-    Map<String, String> s = settings.asMap();
-    return DriverManager.getConnection(s.get("db.url"), s.get("db.user"), s.get("db.password"));
-  }
-
-  private static long count(Connection db, String sql) throws SQLException {
-    try (Statement s = db.createStatement(); ResultSet rs = s.executeQuery(sql)) {
-      rs.next();
-      return rs.getLong(1);
-    }
-  }
-
-  private static List<String> strings(Connection db, String sql) throws SQLException {
-    List<String> out = new ArrayList<>();
-    try (Statement s = db.createStatement(); ResultSet rs = s.executeQuery(sql)) {
-      while (rs.next()) {
-        out.add(rs.getString(1));
-      }
-    }
-    return out;
-  }
-
-  /** A query's rows as a map of its first column to its second. */
-  private static Map<String, Long> longs(Connection db, String sql) throws SQLException {
-    Map<String, Long> out = new HashMap<>();
-    try (Statement s = db.createStatement(); ResultSet rs = s.executeQuery(sql)) {
-      while (rs.next()) {
-        out.put(rs.getString(1), rs.getLong(2));
-      }
-    }
-    return out;
   }
 }
