@@ -195,6 +195,8 @@ public final class RunwayApp {
       if (settings.console().enabled()) {
         routes.before("/console", ConsoleRoutes::headers);
         routes.before("/console/*", ConsoleRoutes::headers);
+        // Whoever opens the server's address in a browser wants the console, not a JSON 404.
+        routes.get("/", ctx -> ctx.redirect("/console", HttpStatus.FOUND));
         routes.get("/console", console::home);
         routes.get("/console/static/{file}", console::asset);
         routes.get("/console/signin", console::signinPage);

@@ -235,10 +235,11 @@ public final class RunService {
    * {@code running}.
    */
   private Firsts firstMoves(Run run, String actor) {
-    RunStateMachine machine = new RunStateMachine(run, run.createdAt());
-    boolean callDue = machine.moveUntilWaiting(approvalTimeoutSeconds);
+    // The started event is made first so that its id sorts before those of the moves that follow.
     List<Event> events = new ArrayList<>();
     events.add(RunStateMachine.started(run, actor));
+    RunStateMachine machine = new RunStateMachine(run, run.createdAt());
+    boolean callDue = machine.moveUntilWaiting(approvalTimeoutSeconds);
     events.addAll(machine.events());
     return new Firsts(run, machine.toRun(null, null), events, List.of(), callDue);
   }
@@ -264,11 +265,11 @@ public final class RunService {
         AgentRunMachine.definitionJson(definition, request.model() != null ? request.model() : definition.model()),
         AgentRunMachine.initialProgress(now.plusSeconds(definition.limits().timeoutSeconds())),
         definition.requiresApproval() ? -1 : 0, now, null, null, 0);
+    List<Event> events = new ArrayList<>();
+    events.add(RunMachine.started(run, caller.keyId()));
     AgentRunMachine machine = new AgentRunMachine(run, now);
     machine.begin(request.input());
     boolean callDue = machine.moveUntilWaiting(approvalTimeoutSeconds, 1) != AgentRunMachine.Next.NOTHING;
-    List<Event> events = new ArrayList<>();
-    events.add(RunMachine.started(run, caller.keyId()));
     events.addAll(machine.events());
     return new Firsts(run, machine.toRun(null, null), events, machine.messages(), callDue);
   }
