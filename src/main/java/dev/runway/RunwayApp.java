@@ -28,6 +28,7 @@ import dev.runway.webhook.WebhookRoutes;
 import dev.runway.workflow.WorkflowRoutes;
 import io.javalin.Javalin;
 import io.javalin.config.RoutesConfig;
+import io.javalin.http.HttpStatus;
 import java.util.Map;
 import java.util.concurrent.Executor;
 import java.util.concurrent.RejectedExecutionException;
