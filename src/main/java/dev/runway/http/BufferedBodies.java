@@ -30,7 +30,8 @@ import org.eclipse.jetty.util.thread.Scheduler;
  * forms, and any other path without a key) a body is received for anyone, counted by the client's
  * address ({@link ClientAddress}): anonymous console posts sent a byte at a time once held every
  * place in flight too. A body must arrive within {@code timeoutMillis} of the headers (else 408)
- * and be at most the limit of its path (else 413, at once when its Content-Length says so; of a
+ * and be at most the limit of its path (else 413: at once when its Content-Length says so, the
+ * body then dropped as it comes before the connection closes, see LingeringClose; of a
  * chunked one nothing past the limit is kept or parsed: the rest is dropped as it comes, up to
  * 1 MiB, then the connection is closed). One key may have at most {@code maxPendingPerKey} bodies
  * still arriving, one client address without a key at most {@code maxPendingPerAddress} (else
