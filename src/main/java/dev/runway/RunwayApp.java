@@ -30,6 +30,7 @@ import dev.runway.webhook.WebhookRoutes;
 import dev.runway.workflow.WorkflowRoutes;
 import io.javalin.Javalin;
 import io.javalin.config.RoutesConfig;
+import io.javalin.http.HttpStatus;
 import java.util.Map;
 import java.util.concurrent.Executor;
 import java.util.concurrent.RejectedExecutionException;
@@ -200,6 +201,8 @@ public final class RunwayApp {
       if (settings.console().enabled()) {
         routes.before("/console", ConsoleRoutes::headers);
         routes.before("/console/*", ConsoleRoutes::headers);
+        // Whoever opens the server's address in a browser wants the console, not a JSON 404.
+        routes.get("/", ctx -> ctx.redirect("/console", HttpStatus.FOUND));
         routes.get("/console", console::home);
         routes.get("/console/static/{file}", console::asset);
         routes.get("/console/signin", console::signinPage);

@@ -8,7 +8,11 @@ import java.security.SecureRandom;
  *
  * <p>Within one millisecond, an id takes the previous one's random bits plus one (ULID's
  * monotonic mode), so the ids one process makes sort in the order it made them: runs a client
- * starts one after another are listed in exactly that order, not shuffled within a millisecond.
+ * starts one after another are listed in exactly that order, not shuffled within a millisecond,
+ * and a run's events (made in the order they happen) sort in that order.
+ *
+ * <p>The order holds per process: instances sharing a database draw their own random bits in each
+ * millisecond, so ids two instances make in the same millisecond sort in no particular order.
  */
 public final class Ids {
   private static final char[] ALPHABET = "0123456789abcdefghjkmnpqrstvwxyz".toCharArray();

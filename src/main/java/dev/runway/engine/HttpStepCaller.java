@@ -10,6 +10,7 @@ import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
+import java.util.regex.Pattern;
 
 /** Makes one attempt of an http step: the call to the caller's tool, and what came of it. */
 public final class HttpStepCaller {
@@ -110,11 +111,39 @@ public final class HttpStepCaller {
     }
   }
 
-  private static String snippet(byte[] bytes) {
+  /** How many characters of an error answer's text the step's error keeps. */
+  static final int SNIPPET_CHARS = 200;
+  /** How much of an error answer is read for its text: an HTML page's head and markup come before it. */
+  private static final int SNIPPET_SOURCE_BYTES = 16 * 1024;
+  private static final Pattern HIDDEN_ELEMENTS = Pattern.compile(
+      "(?is)<(head|script|style|title)\\b[^>]*>.*?</\\1\\s*>|<!--.*?-->");
+  private static final Pattern TAG = Pattern.compile("(?s)<[^>]*>?");
+
+  /**
+   * The text of an error answer, for the step's error: an HTML page (what most servers answer when
+   * something fails, Python's http.server among them) is reduced to its visible words, so the
+   * sentence that says what went wrong is kept rather than the markup before it.
+   */
+  static String snippet(byte[] bytes) {
     if (bytes.length == 0) {
       return "";
     }
-    String text = new String(bytes, 0, Math.min(bytes.length, 200), StandardCharsets.UTF_8);
-    return ": " + text.replaceAll("\\s+", " ").trim();
+    String text = new String(bytes, 0, Math.min(bytes.length, SNIPPET_SOURCE_BYTES), StandardCharsets.UTF_8);
+    if (looksLikeHtml(text)) {
+      text = TAG.matcher(HIDDEN_ELEMENTS.matcher(text).replaceAll(" ")).replaceAll(" ")
+          .replace("&lt;", "<").replace("&gt;", ">").replace("&quot;", "\"").replace("&#x27;", "'")
+          .replace("&#39;", "'").replace("&nbsp;", " ").replace("&amp;", "&");
+    }
+    text = text.replaceAll("\\s+", " ").trim();
+    if (text.isEmpty()) {
+      return "";
+    }
+    return ": " + (text.length() > SNIPPET_CHARS ? text.substring(0, SNIPPET_CHARS) + "…" : text);
   }
+
+  /** Markup rather than text that merely starts with a bracket: a tag opened and one closed. */
+  private static boolean looksLikeHtml(String text) {
+    return text.stripLeading().startsWith("<") && text.contains("</");
+  }
+
 }

@@ -29,7 +29,8 @@ import org.eclipse.jetty.util.thread.Scheduler;
  * forms, and any other path without a key) a body is received for anyone, counted by the client's
  * address ({@link ClientAddress}): anonymous console posts sent a byte at a time once held every
  * place in flight too. A body must arrive within {@code timeoutMillis} of the headers (else 408)
- * and be at most the limit of its path (else 413, at once when its Content-Length says so; of a
+ * and be at most the limit of its path (else 413: at once when its Content-Length says so, the
+ * body then dropped as it comes before the connection closes, see LingeringClose; of a
  * chunked one nothing past the limit is kept or parsed: the rest is dropped as it comes, up to
  * 1 MiB, then the connection is closed). One key may have at most {@code maxPendingPerKey} bodies
  * still arriving, one client address without a key at most {@code maxPendingPerAddress} (else
@@ -71,7 +72,10 @@ public final class BufferedBodies extends Handler.Wrapper {
     String path = request.getHttpURI().getPath();
     int maxBytes = maxBytesOf.applyAsInt(path);
     if (declared > maxBytes) {
-      Response.writeError(request, response, callback, HttpStatus.PAYLOAD_TOO_LARGE_413, tooLarge(maxBytes));
+      LingeringClose linger = new LingeringClose(request, callback);
+      response.getHeaders().put(HttpHeader.CONNECTION, "close"); // no client may send another request on it
+      Response.writeError(request, response, Callback.from(linger::start, callback::failed),
+          HttpStatus.PAYLOAD_TOO_LARGE_413, tooLarge(maxBytes));
       return true;
     }
     Principal caller = callerOf.apply(request.getHeaders().get(HttpHeader.AUTHORIZATION));
@@ -97,6 +101,59 @@ public final class BufferedBodies extends Handler.Wrapper {
 
   private static String tooLarge(int maxBytes) {
     return "the request body is larger than " + maxBytes + " bytes";
+  }
+
+  /**
+   * What follows a 413 answered from the Content-Length alone: the connection's output is closed
+   * (the client reads the answer to its end), then what the client still sends of its body is read
+   * and dropped, up to MAX_DISCARDED_BYTES and for at most the body timeout, before the request
+   * ends and the connection closes. Closed with the body still arriving, the connection would be
+   * reset, and a client that sent its body with its headers (as most do) could lose the 413 to it.
+   */
+  private final class LingeringClose implements Runnable {
+    private final Request request;
+    private final Callback callback;
+    private final AtomicBoolean ended = new AtomicBoolean();
+    private long discarded;
+    private Scheduler.Task deadline;
+
+    LingeringClose(Request request, Callback callback) {
+      this.request = request;
+      this.callback = callback;
+    }
+
+    void start() {
+      request.getConnectionMetaData().getConnection().getEndPoint().shutdownOutput();
+      deadline = request.getComponents().getScheduler().schedule(this::end, timeoutMillis, TimeUnit.MILLISECONDS);
+      run();
+    }
+
+    @Override
+    public void run() {
+      while (!ended.get()) {
+        Content.Chunk chunk = request.read();
+        if (chunk == null) {
+          request.demand(this);
+          return;
+        }
+        boolean last = chunk.isLast() || Content.Chunk.isFailure(chunk);
+        discarded += chunk.remaining();
+        chunk.release();
+        if (last || discarded > MAX_DISCARDED_BYTES) {
+          end();
+          return;
+        }
+      }
+    }
+
+    private void end() {
+      if (ended.compareAndSet(false, true)) {
+        if (deadline != null) {
+          deadline.cancel();
+        }
+        callback.succeeded();
+      }
+    }
   }
 
   /** One request's body on its way in. */

@@ -27,7 +27,8 @@ public final class JettyErrors extends ErrorHandler {
     response.getHeaders().put(RequestIds.HEADER, requestId);
     response.getHeaders().put(HttpHeader.CACHE_CONTROL, Responses.CACHE_CONTROL);
     response.getHeaders().put("X-Content-Type-Options", Responses.CONTENT_TYPE_OPTIONS);
-    response.write(true, ByteBuffer.wrap(Json.bytes(ErrorMapper.bareProblem(code, message, requestId))), callback);
+    byte[] body = Responses.withNewline(Json.bytes(ErrorMapper.bareProblem(code, message, requestId)));
+    response.write(true, ByteBuffer.wrap(body), callback);
   }
 
   @Override
@@ -37,6 +38,6 @@ public final class JettyErrors extends ErrorHandler {
     fields.put(RequestIds.HEADER, requestId);
     fields.put(HttpHeader.CACHE_CONTROL, Responses.CACHE_CONTROL);
     fields.put("X-Content-Type-Options", Responses.CONTENT_TYPE_OPTIONS);
-    return ByteBuffer.wrap(Json.bytes(ErrorMapper.bareProblem(status, reason, requestId)));
+    return ByteBuffer.wrap(Responses.withNewline(Json.bytes(ErrorMapper.bareProblem(status, reason, requestId))));
   }
 }

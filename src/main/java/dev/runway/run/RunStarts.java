@@ -224,10 +224,11 @@ public final class RunStarts {
    * {@code running}.
    */
   private Firsts firstMoves(Run run, String actor) {
-    WorkflowRunMachine machine = machines.workflow(run, run.createdAt());
-    boolean callDue = machine.moveUntilWaiting(approvalTimeoutSeconds);
+    // The started event is made first so that its id sorts before those of the moves that follow.
     List<Event> events = new ArrayList<>();
     events.add(WorkflowRunMachine.started(run, actor));
+    WorkflowRunMachine machine = machines.workflow(run, run.createdAt());
+    boolean callDue = machine.moveUntilWaiting(approvalTimeoutSeconds);
     events.addAll(machine.events());
     return new Firsts(run, machine.toRun(null, null), events, List.of(), callDue);
   }
@@ -251,11 +252,11 @@ public final class RunStarts {
         request.project(), definition.requiresApproval(), Json.string(request.input()), now,
         AgentRunMachine.definitionJson(definition, request.model() != null ? request.model() : definition.model()),
         AgentRunMachine.initialProgress(now.plusSeconds(definition.limits().timeoutSeconds())));
+    List<Event> events = new ArrayList<>();
+    events.add(RunMachine.started(run, caller.keyId()));
     AgentRunMachine machine = machines.agent(run, now);
     machine.begin(request.input());
     boolean callDue = machine.moveUntilWaiting(approvalTimeoutSeconds, 1) != AgentRunMachine.Next.NOTHING;
-    List<Event> events = new ArrayList<>();
-    events.add(RunMachine.started(run, caller.keyId()));
     events.addAll(machine.events());
     return new Firsts(run, machine.toRun(null, null), events, machine.messages(), callDue);
   }

@@ -4,6 +4,7 @@ import com.fasterxml.jackson.annotation.JsonPropertyOrder;
 import com.fasterxml.jackson.annotation.JsonRawValue;
 import com.fasterxml.jackson.databind.JsonNode;
 import dev.runway.core.Json;
+import dev.runway.engine.ModelSettings;
 import java.time.Instant;
 
 /**
@@ -109,10 +110,12 @@ public sealed interface RunView permits RunView.WorkflowRun, RunView.AgentRun {
     static AgentRun of(Run run) {
       JsonNode progress = Json.tree(run.steps());
       JsonNode definition = Json.tree(run.definition());
+      String endpoint = progress.path("model_endpoint").asText(null);
+      // The sandbox answers whatever model the run names: the run says so rather than name a model that never ran.
+      String model = ModelSettings.SANDBOX.equals(endpoint) ? ModelSettings.SANDBOX : definition.path("model").asText();
       return new AgentRun(run.id(), Run.AGENT, run.agentId(), null, run.status(), run.requiresApproval(),
           run.createdAt(), run.project(), run.inputs(), progress.path("output"), progress.path("usage"),
-          definition.path("model").asText(), progress.path("model_endpoint").asText(null), run.updatedAt(), run.finishedAt(),
-          run.approval(), run.error());
+          model, endpoint, run.updatedAt(), run.finishedAt(), run.approval(), run.error());
     }
   }
 }

@@ -79,6 +79,7 @@ public final class WebhookDispatcher implements AutoCloseable, WebhookOutbox.Han
   private final Map<String, Integer> heldByWorkspace = new ConcurrentHashMap<>();
   private final DeliveryOutcomes outcomes;
   private final EndpointSecrets secrets;
+  private final RefusedEndpoints refusedEndpoints = new RefusedEndpoints();
   /** Deliveries handed over after the commits that stored them leased (see {@link #handOver}), to be sent. */
   private final Queue<WebhookOutbox.Handed> handed = new ConcurrentLinkedQueue<>();
   /** How many of them: they count against the bounds before they are taken up. */
@@ -486,6 +487,9 @@ public final class WebhookDispatcher implements AutoCloseable, WebhookOutbox.Han
         finish(c, token, endpoint, started, answer.status(), answer, null);
       } else {
         Throwable cause = failure instanceof java.util.concurrent.CompletionException ? failure.getCause() : failure;
+        if (cause instanceof OutboundHttp.NoAnswer refused && refused.failure() == OutboundHttp.Failure.REFUSED) {
+          refusedEndpoints.refused(endpoint, refused.getMessage());
+        }
         finish(c, token, endpoint, started, null, null, cause instanceof OutboundHttp.NoAnswer noAnswer
             ? noAnswer.getMessage() : "the delivery failed: " + cause.getClass().getSimpleName());
       }

@@ -43,6 +43,7 @@ class SandboxAgentRunsTest {
 
         JsonNode done = awaitStatus(http, id, "succeeded");
         assertEquals("sandbox", done.get("model_endpoint").asText());
+        assertEquals("sandbox", done.get("model").asText(), "what answered, not the agent's gpt-4o-mini");
         assertTrue(done.get("output").asText().contains("\"timezone\":\"Europe/Paris\""), done::toString);
         JsonNode usage = done.get("usage");
         assertEquals(2, usage.get("model_calls").asInt());
