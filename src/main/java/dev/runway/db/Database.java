@@ -102,7 +102,7 @@ public final class Database implements AutoCloseable {
       // A group commit's new rows go as one multi-row INSERT per table: one round trip, not one per row.
       config.addDataSourceProperty("reWriteBatchedInserts", "true");
     }
-    if (settings.isH2() && !settings.dbUrl().toUpperCase(Locale.ROOT).contains("TRACE_LEVEL_FILE")) {
+    if (settings.isH2() && !settings.url().toUpperCase(Locale.ROOT).contains("TRACE_LEVEL_FILE")) {
       // H2 writes every SQL error to <name>.trace.db, Flyway's look for its history table on a new
       // database among them: a file that looks like a failure after a clean first start. Runway
       // logs the errors it meets itself; a db.url naming TRACE_LEVEL_FILE keeps its own.

@@ -2,6 +2,7 @@ package dev.runway.engine;
 
 import dev.runway.agent.AllowedModels;
 import dev.runway.config.Settings;
+import dev.runway.run.AgentRunMachine;
 import java.time.Duration;
 
 /**
@@ -12,7 +13,7 @@ import java.time.Duration;
  */
 public record ModelSettings(String baseUrl, String apiKey, Duration timeout, int maxRetries, Duration retryBase,
     int maxResponseBytes, AllowedModels allowed, long tokensPerWorkspacePerDay) {
-  public static final String SANDBOX = "sandbox";
+  public static final String SANDBOX = AgentRunMachine.SANDBOX;
 
   public static ModelSettings from(Settings s) {
     String url = s.string("agents.model.base_url").trim();

@@ -36,6 +36,9 @@ public final class AgentRunMachine extends RunMachine {
   /** Times a tool call cut off by a stop is sent again before it counts as failed. */
   static final int MAX_TOOL_ATTEMPTS = 3;
 
+  /** The model endpoint of the built-in sandbox model (agents.model.base_url=sandbox). */
+  public static final String SANDBOX = "sandbox";
+
   /** What the run calls next. */
   public enum Next { NOTHING, MODEL, TOOL }
 

@@ -4,7 +4,6 @@ import com.fasterxml.jackson.annotation.JsonPropertyOrder;
 import com.fasterxml.jackson.annotation.JsonRawValue;
 import com.fasterxml.jackson.databind.JsonNode;
 import dev.runway.core.Json;
-import dev.runway.engine.ModelSettings;
 import java.time.Instant;
 
 /**
@@ -112,7 +111,7 @@ public sealed interface RunView permits RunView.WorkflowRun, RunView.AgentRun {
       JsonNode definition = Json.tree(run.definition());
       String endpoint = progress.path("model_endpoint").asText(null);
       // The sandbox answers whatever model the run names: the run says so rather than name a model that never ran.
-      String model = ModelSettings.SANDBOX.equals(endpoint) ? ModelSettings.SANDBOX : definition.path("model").asText();
+      String model = AgentRunMachine.SANDBOX.equals(endpoint) ? AgentRunMachine.SANDBOX : definition.path("model").asText();
       return new AgentRun(run.id(), Run.AGENT, run.agentId(), null, run.status(), run.requiresApproval(),
           run.createdAt(), run.project(), run.inputs(), progress.path("output"), progress.path("usage"),
           model, endpoint, run.updatedAt(), run.finishedAt(), run.approval(), run.error());

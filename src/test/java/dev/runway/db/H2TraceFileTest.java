@@ -3,7 +3,7 @@ package dev.runway.db;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import dev.runway.config.ServerSettings;
+import dev.runway.ServerSettings;
 import dev.runway.config.Settings;
 import dev.runway.support.TempFiles;
 import java.nio.file.Files;
@@ -36,13 +36,13 @@ class H2TraceFileTest {
     }
   }
 
-  private static ServerSettings settings(String url) {
+  private static DatabaseSettings settings(String url) {
     return ServerSettings.from(Settings.defaults()
         .with("db.url", url)
         .with("db.user", "sa")
         .with("db.password", "")
         .with("workflows.dir", "")
         .with("engine.enabled", "false")
-        .with("db.connection_timeout_ms", "2000"));
+        .with("db.connection_timeout_ms", "2000")).database();
   }
 }
