@@ -51,9 +51,9 @@ final class WebhookOutbox implements Outbox {
   private volatile Handoff handoff;
 
   /**
-   * Takes new deliveries without a claim. Under load the claim (a query for due deliveries, an
-   * update leasing them, committed, and a query for their bodies) was a third of what a delivery
-   * cost the database, and on PostgreSQL a commit of its own; the transaction that stores the
+   * Takes new deliveries without a claim. A claim (a query for due deliveries, an update leasing
+   * them, committed, and a query for their bodies) is much of what a delivery costs the database,
+   * and on PostgreSQL a commit of its own; the transaction that stores the
    * delivery can store its lease as well, and the body and endpoint are at hand then. The lease
    * is the same as a claim's (one instance attempts the delivery; should this one stop before
    * recording the attempt, the lease expires and any instance attempts it again), and the
