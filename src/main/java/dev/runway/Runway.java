@@ -6,6 +6,8 @@ import dev.runway.config.Settings;
 import dev.runway.db.Database;
 import dev.runway.engine.Engine;
 import dev.runway.http.InFlightLimit;
+import dev.runway.instance.Heartbeat;
+import dev.runway.instance.InstanceDao;
 import dev.runway.metrics.Metrics;
 import dev.runway.trigger.TriggerProcessor;
 import dev.runway.webhook.WebhookDispatcher;
@@ -39,6 +41,8 @@ import org.slf4j.LoggerFactory;
 public final class Runway implements AutoCloseable {
   public static final String DEFAULT_WORKSPACE = "default";
   private static final Logger LOG = LoggerFactory.getLogger(Runway.class);
+  /** How long the registry keeps an instance that stopped or went silent. */
+  private static final Duration INSTANCES_KEPT = Duration.ofDays(7);
 
   private final Services services;
   private final Javalin app;
@@ -48,12 +52,14 @@ public final class Runway implements AutoCloseable {
   private final WebhookDispatcher webhooks;
   private final TriggerProcessor triggers;
   private final ScheduledExecutorService housekeeping;
+  private final Heartbeat heartbeat;
   private final String firstAdminKey;
   private final String firstSetupCode;
 
   private Runway(Services services, Javalin app, InFlightLimit inFlight, Duration shutdownGrace, Engine engine,
       TriggerProcessor triggers, WebhookDispatcher webhooks, ScheduledExecutorService housekeeping,
-      String firstAdminKey, String firstSetupCode) {
+      Heartbeat heartbeat, String firstAdminKey, String firstSetupCode) {
+    this.heartbeat = heartbeat;
     this.services = services;
     this.app = app;
     this.inFlight = inFlight;
@@ -100,6 +106,7 @@ public final class Runway implements AutoCloseable {
     AtomicReference<Engine> engine = new AtomicReference<>();
     AtomicReference<TriggerProcessor> triggers = new AtomicReference<>();
     WebhookDispatcher webhooks = null;
+    Heartbeat heartbeat = null;
     Services services = Services.over(database, settings, metrics, () -> {
       Engine started = engine.get();
       if (started != null) {
@@ -118,6 +125,7 @@ public final class Runway implements AutoCloseable {
     }, task -> new Thread(task, "runway-start").start());
     try {
       database.prepare();
+      heartbeat = Heartbeat.start(database.jdbi(), settings.heartbeat());
       // Listening before the engine and the first admin key: a port in use stops the start before
       // it runs a step or makes a key it would never show.
       Javalin app = joinStart(http);
@@ -156,7 +164,7 @@ public final class Runway implements AutoCloseable {
       housekeeping.scheduleWithFixedDelay(() -> sweep(services), 1, 10, TimeUnit.MINUTES);
       inFlight.ready();
       return new Runway(services, app, inFlight, settings.shutdownGrace(), engine.get(), triggers.get(), webhooks,
-          housekeeping, adminKey, setupCode);
+          housekeeping, heartbeat, adminKey, setupCode);
     } catch (RuntimeException e) {
       failed.set(true);
       try {
@@ -172,6 +180,9 @@ public final class Runway implements AutoCloseable {
       }
       if (webhooks != null) {
         webhooks.close();
+      }
+      if (heartbeat != null) {
+        heartbeat.close();
       }
       database.close();
       metrics.close();
@@ -204,6 +215,15 @@ public final class Runway implements AutoCloseable {
       }
     } catch (RuntimeException e) {
       LOG.warn("CRM change feed pruning failed: {}", e.getMessage());
+    }
+    try {
+      int pruned = services.database().jdbi().withExtension(InstanceDao.class,
+          dao -> dao.prune(Instant.now().minus(INSTANCES_KEPT)));
+      if (pruned > 0) {
+        LOG.info("forgot {} instances silent or stopped for over {} days", pruned, INSTANCES_KEPT.toDays());
+      }
+    } catch (RuntimeException e) {
+      LOG.warn("instance registry pruning failed: {}", e.getMessage());
     }
     try {
       services.sessions().prune();
@@ -247,6 +267,7 @@ public final class Runway implements AutoCloseable {
    */
   @Override
   public void close() {
+    heartbeat.stopping();
     housekeeping.shutdownNow();
     if (!inFlight.drain(shutdownGrace)) {
       LOG.warn("stopping with requests still in flight after {} ms", shutdownGrace.toMillis());
@@ -261,6 +282,7 @@ public final class Runway implements AutoCloseable {
     if (webhooks != null) {
       webhooks.close();
     }
+    heartbeat.close();
     services.database().close();
     services.metrics().close();
   }

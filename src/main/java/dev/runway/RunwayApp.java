@@ -22,6 +22,7 @@ import dev.runway.http.RequestBodies;
 import dev.runway.http.RequestIds;
 import dev.runway.http.RequestLog;
 import dev.runway.http.Responses;
+import dev.runway.instance.InstanceRoutes;
 import dev.runway.metrics.MetricsRoutes;
 import dev.runway.run.RunRoutes;
 import dev.runway.secret.SecretRoutes;
@@ -63,6 +64,7 @@ public final class RunwayApp {
     SecretRoutes secrets = new SecretRoutes(services.secrets(), bodies);
     AgentRoutes agents = new AgentRoutes(services.agents(), bodies, settings.maxPageBytes());
     UsageRoutes usage = new UsageRoutes(services.agents().tokens());
+    InstanceRoutes instances = new InstanceRoutes(services.database().jdbi(), settings.heartbeat());
     WebhookRoutes webhooks = new WebhookRoutes(services.webhooks(), bodies);
     int maxSyncBytes = Math.max(settings.maxBodyBytes(), CrmSettings.MAX_SYNC_BODY_BYTES);
     CrmRoutes crm = new CrmRoutes(services.crm(), settings.crm(), new RequestBodies(maxSyncBytes), resumeOn(threads),
@@ -172,6 +174,7 @@ public final class RunwayApp {
       routes.get("/v1/agents", agents::list, Scope.RUNS_READ);
       routes.post("/v1/agents/{id}/runs", runs::startAgent, Scope.RUNS_WRITE);
       routes.get("/v1/usage", usage::get, Scope.RUNS_READ);
+      routes.get("/v1/admin/instances", instances::list, Scope.ADMIN);
 
       routes.post("/v1/crm/{object_type}/records/sync", crm::sync, Scope.CRM_WRITE);
       routes.get("/v1/crm/{object_type}/records/{external_id}", crm::get, Scope.CRM_READ);

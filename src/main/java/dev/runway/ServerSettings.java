@@ -53,7 +53,8 @@ public record ServerSettings(
     ConsoleSettings console,
     MetricsSettings metrics,
     java.util.Map<dev.runway.quota.Quota, Integer> quotas,
-    int maxPageBytes) {
+    int maxPageBytes,
+    Duration heartbeat) {
 
   public static ServerSettings from(Settings s) {
     String url = s.string("db.url");
@@ -107,7 +108,8 @@ public record ServerSettings(
         ConsoleSettings.from(s),
         MetricsSettings.from(s),
         dev.runway.quota.Quotas.limits(s),
-        s.integer("http.max_page_bytes", 1024, 64 * 1024 * 1024));
+        s.integer("http.max_page_bytes", 1024, 64 * 1024 * 1024),
+        Duration.ofMillis(s.integer("instances.heartbeat_ms", 100, 600_000)));
   }
 
   private static boolean isKey(String base64) {
