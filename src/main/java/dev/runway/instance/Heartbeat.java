@@ -5,9 +5,11 @@ import dev.runway.core.Time;
 import java.net.InetAddress;
 import java.net.UnknownHostException;
 import java.time.Duration;
+import java.time.Instant;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
+import java.util.function.ToIntFunction;
 import org.jdbi.v3.core.Jdbi;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -32,7 +34,7 @@ public final class Heartbeat implements AutoCloseable {
 
   /** Registers this process and beats every {@code interval}. */
   public static Heartbeat start(Jdbi jdbi, Duration interval) {
-    var now = Time.now();
+    Instant now = Time.now();
     String version = Heartbeat.class.getPackage().getImplementationVersion();
     Instance self = new Instance(Ids.newId("ins", now.toEpochMilli()), host(), ProcessHandle.current().pid(),
         version == null ? "dev" : version, now, now, null, null);
@@ -72,7 +74,7 @@ public final class Heartbeat implements AutoCloseable {
     record(dao -> dao.stopped(id, Time.now()), "stopped");
   }
 
-  private void record(java.util.function.ToIntFunction<InstanceDao> change, String what) {
+  private void record(ToIntFunction<InstanceDao> change, String what) {
     try {
       jdbi.useExtension(InstanceDao.class, change::applyAsInt);
     } catch (RuntimeException e) {
