@@ -132,6 +132,6 @@ public record ServerSettings(
   }
 
   public boolean isH2() {
-    return dbUrl.startsWith("jdbc:h2:");
+    return database().isH2();
   }
 }

@@ -1,6 +1,7 @@
 package dev.runway.http;
 
 import dev.runway.core.DomainException;
+import java.util.LinkedHashMap;
 import java.util.Map;
 
 /**
@@ -10,9 +11,12 @@ import java.util.Map;
 public class ApiException extends DomainException {
   private final Map<String, String> headers;
 
+  /** A Retry-After among {@code headers} becomes the refusal's retry-after; the others are sent as they are. */
   public ApiException(int status, String code, String detail, String param, Map<String, String> headers) {
     super(kindOf(status), code, detail, param, retryAfter(headers), Map.of());
-    this.headers = headers;
+    Map<String, String> others = new LinkedHashMap<>(headers);
+    others.remove("Retry-After");
+    this.headers = Map.copyOf(others);
   }
 
   public ApiException(int status, String code, String detail, String param) {
@@ -27,6 +31,7 @@ public class ApiException extends DomainException {
     return ErrorMapper.status(kind());
   }
 
+  /** Headers of its own besides Retry-After (see {@link #retryAfterSeconds}). */
   public Map<String, String> headers() {
     return headers;
   }
