@@ -2,6 +2,7 @@ package dev.runway.engine;
 
 import dev.runway.db.GroupCommitter;
 import dev.runway.db.Tx;
+import dev.runway.instance.Leases;
 import dev.runway.run.Run;
 import dev.runway.run.RunMachine;
 import java.util.concurrent.CompletableFuture;
@@ -20,26 +21,31 @@ abstract class CallingRunner<M extends RunMachine> implements RunAdvancer {
 
   protected final GroupCommitter committer;
   protected final EngineSettings settings;
-  protected final String owner;
+  protected final Leases leases;
   protected final Executor executor;
   private volatile boolean stopping;
 
-  CallingRunner(GroupCommitter committer, EngineSettings settings, String owner, Executor executor) {
+  CallingRunner(GroupCommitter committer, EngineSettings settings, Leases leases, Executor executor) {
     this.committer = committer;
     this.settings = settings;
-    this.owner = owner;
+    this.leases = leases;
     this.executor = executor;
   }
 
   @Override
-  public final CompletableFuture<Void> call(Run calling, CallMemory.Reservation room) {
-    return CompletableFuture.supplyAsync(() -> callOnce(calling, room), executor)
+  public final CompletableFuture<Void> call(Run calling, CallMemory.Reservation room, Leases.Hold hold) {
+    return CompletableFuture.supplyAsync(() -> callOnce(calling, room, hold), executor)
         .thenCompose(answered -> answered)
-        .thenCompose(next -> next == null ? CompletableFuture.completedFuture(null) : call(next, room));
+        .thenCompose(next -> next == null ? CompletableFuture.completedFuture(null) : call(next, room, hold));
   }
 
   /** One call and the move it leads to; the run of the next call, or null when the run now waits or ended. */
-  protected abstract CompletableFuture<Run> callOnce(Run calling, CallMemory.Reservation room);
+  protected abstract CompletableFuture<Run> callOnce(Run calling, CallMemory.Reservation room, Leases.Hold hold);
+
+  /** The run as saved for its next call: leased to this instance for a lease (renewed while it is held). */
+  protected final Run leased(RunMachine m) {
+    return m.toRun(leases.instanceId(), leases.until(m.now()));
+  }
 
   /**
    * From now on, a run whose call has been answered is saved without starting its next call: the
@@ -55,15 +61,25 @@ abstract class CallingRunner<M extends RunMachine> implements RunAdvancer {
   }
 
   /**
-   * Saves {@code next}, the run after {@code m}'s moves, if the run is still as it was read; false
-   * when a caller's move (cancel, approve) came first, and the run is left as that move made it.
+   * Saves {@code next}, the run after {@code m}'s moves, if this instance still holds the run
+   * ({@code hold}: its lease renewed, its heartbeat live) and the run is still as it was read; false
+   * when a caller's move (cancel, approve) came first, and the run is left as that move made it, or
+   * when the lease may have lapsed (another instance may hold the run now: this answer is dropped).
    */
-  protected final boolean save(Run next, M m) {
+  protected final boolean save(Run next, M m, Leases.Hold hold) {
+    boolean[] lapsed = {false};
     boolean saved = committer.commit(next.workspaceId(), tx -> {
       saveAlso(tx, m);
+      if (!leases.holds(hold)) {
+        lapsed[0] = true;
+        return false;
+      }
       return m.saveIn(tx, next);
     });
-    if (!saved) {
+    if (lapsed[0]) {
+      LOG.warn("run {}: this instance's lease on it may have lapsed while its call was out; the answer is dropped "
+          + "and the run is taken up again by the instance that holds it", next.id());
+    } else if (!saved) {
       LOG.info("run {} changed while its call was out; leaving it as it is now", next.id());
     }
     return saved;
