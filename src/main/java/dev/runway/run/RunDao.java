@@ -125,14 +125,6 @@ public interface RunDao {
     return except.isEmpty() ? dueRuns(now, limit) : dueRunsOutside(now, except, limit);
   }
 
-  /**
-   * Drops every lease: only for a single-process database (H2), at start, after a crash. Leased
-   * runs are always due, so the due_at index finds them without reading ended runs.
-   */
-  @SqlUpdate("UPDATE run SET lease_owner = NULL, lease_until = NULL WHERE due_at >= " + DUE_SINCE
-      + " AND lease_owner IS NOT NULL")
-  int releaseAllLeases();
-
   /** The run, if the workspace has it: plain JDBC, as GET /v1/runs/{id} is among the most frequent requests. */
   static Optional<Run> find(Handle h, String workspaceId, String id) {
     try (PreparedStatement ps = h.getConnection().prepareStatement(

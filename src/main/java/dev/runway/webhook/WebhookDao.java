@@ -108,9 +108,6 @@ public interface WebhookDao {
       + "AND (lease_until IS NULL OR lease_until < :now)")
   int failPending(String endpoint, String why, Instant now);
 
-  /** Drops every lease: only for a single-process database (H2), at start, after a crash. */
-  @SqlUpdate("UPDATE webhook_delivery SET lease_owner = NULL, lease_until = NULL WHERE lease_owner IS NOT NULL")
-  int releaseAllLeases();
 
   // ---- pruning ----
 

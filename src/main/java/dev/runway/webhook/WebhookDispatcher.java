@@ -521,7 +521,8 @@ public final class WebhookDispatcher implements AutoCloseable, WebhookOutbox.Han
 
   /**
    * Stops claiming; the deliveries still waiting for a place are given back, and attempts in flight
-   * get a few seconds to be recorded (else their leases expire).
+   * get up to shutdown.grace_seconds to be recorded (the rest are handed back with the instance's
+   * other work as it stops).
    */
   @Override
   public void close() {
@@ -557,7 +558,7 @@ public final class WebhookDispatcher implements AutoCloseable, WebhookOutbox.Han
         }
         inFlight.addAndGet(-n);
       }
-      long until = System.nanoTime() + 5_000_000_000L;
+      long until = System.nanoTime() + settings.shutdownGrace().toNanos();
       while (inFlight.get() > 0 && System.nanoTime() < until) {
         outcomes.recordWaiting();
         Thread.sleep(20);
