@@ -34,10 +34,23 @@ class LeaseTakeoverTest {
 
   @BothDatabases
   void held_leases_are_renewed_while_held_shown_and_handed_back_at_the_stop(Api api) throws Exception {
+    api.test(http -> assertEquals(201, http.post("/v1/webhook_endpoints", "{\"url\":\"https://hooks.example.com/in\","
+        + "\"event_types\":[\"run.started\"]}").status()));
     List<String> runs = runs(api, 2);
     Heartbeat heartbeat = start(api, () -> { });
     String self = heartbeat.id();
     lease(api, runs, self, Time.now().plus(LEASE));
+    // A webhook delivery claimed in a round of the dispatcher, and a CRM-triggered run request.
+    Instant aMinute = Time.now().plusSeconds(60);
+    String delivery = api.jdbi().withHandle(h -> h.createQuery("SELECT id FROM webhook_delivery WHERE workspace_id = :ws "
+        + "AND next_attempt_at IS NOT NULL").bind("ws", api.workspace).mapTo(String.class).list()).get(0);
+    api.jdbi().useHandle(h -> {
+      h.createUpdate("UPDATE webhook_delivery SET lease_owner = :owner, lease_until = :until WHERE id = :id")
+          .bind("owner", self + ":7").bind("until", aMinute).bind("id", delivery).execute();
+      h.createUpdate("INSERT INTO run_request (id, workspace_id, targets, done, inputs, actor, created_at, lease_owner, "
+          + "lease_until) VALUES ('rrq_1', :ws, '[]', 0, '{}', 'test', :now, :owner, :until)")
+          .bind("ws", api.workspace).bind("now", Time.now()).bind("owner", self).bind("until", aMinute).execute();
+    });
     Leases.Hold held = heartbeat.leases().hold(Leases.RUNS, runs.get(0), self);
     heartbeat.leases().hold(Leases.RUNS, runs.get(1), self);
 
@@ -51,7 +64,8 @@ class LeaseTakeoverTest {
       JsonNode shown = instance(http, api, self);
       assertEquals("running", shown.get("status").asText());
       assertEquals(2, shown.get("held").get("runs").asInt(), shown::toString);
-      assertEquals(0, shown.get("held").get("webhook_deliveries").asInt(), shown::toString);
+      assertEquals(1, shown.get("held").get("webhook_deliveries").asInt(), shown::toString);
+      assertEquals(1, shown.get("held").get("run_requests").asInt(), shown::toString);
     });
 
     // Let go: no longer renewed, the lease lapses by itself.
@@ -64,6 +78,10 @@ class LeaseTakeoverTest {
       assertNull(owner(api, run), "handed back at the stop: " + run);
       assertNull(until(api, run));
     }
+    assertNull(api.jdbi().withHandle(h -> h.createQuery("SELECT lease_owner FROM webhook_delivery WHERE id = :id")
+        .bind("id", delivery).mapTo(String.class).one()), "the delivery handed back");
+    assertNull(api.jdbi().withHandle(h -> h.createQuery("SELECT lease_owner FROM run_request WHERE id = 'rrq_1'")
+        .mapTo(String.class).one()), "the run request handed back");
     Instance stopped = registered(api, self);
     assertNotNull(stopped.stoppedAt());
     assertTrue(!heartbeat.leases().holds(held), "nothing held commits after the stop");
