@@ -365,7 +365,7 @@ def runs_ended(project, count):
     wait_for("runs of " + project, done)
 
 
-def runs(kind, path, body, project):
+def runs(path, body, project):
     """A work() that starts `count` runs of project `project` and waits until they all succeeded."""
     started = [0]
 
@@ -430,11 +430,11 @@ def main():
 
     # Idle first: what the same time costs with nothing to do (heartbeats, the engine's and webhooks' polls).
     results.append(measure("idle, per second", 1, lambda: time.sleep(IDLE_S)))
-    add("run, no steps", runs("workflow", "/v1/workflows/cost-none/runs", {}, "none"))
-    add("run, one http step", runs("workflow", "/v1/workflows/cost-http/runs", {}, "http"))
-    add("agent run (2 model turns, 1 tool call)", runs("agent", "/v1/agents/cost-agent/runs", {"input": "x"}, "agent"))
+    add("run, no steps", runs("/v1/workflows/cost-none/runs", {}, "none"))
+    add("run, one http step", runs("/v1/workflows/cost-http/runs", {}, "http"))
+    add("agent run (2 model turns, 1 tool call)", runs("/v1/agents/cost-agent/runs", {"input": "x"}, "agent"))
     endpoint = call("POST", "/v1/webhook_endpoints", {"url": LOCAL + "/hook", "event_types": ["run.succeeded"]})
-    hooked = runs("workflow", "/v1/workflows/cost-none/runs", {}, "hooked")
+    hooked = runs("/v1/workflows/cost-none/runs", {}, "hooked")
     delivered = [0]
 
     def hooked_work(count):
