@@ -117,7 +117,12 @@ public final class Heartbeat implements AutoCloseable {
     });
     Heartbeat heartbeat = new Heartbeat(jdbi, leases, key, lock, workReturned, timer);
     if (lock != null) {
-      heartbeat.takeBackFromTheGone(); // a restart takes back its previous process's work at once
+      try {
+        heartbeat.takeBackFromTheGone(); // a restart takes back its previous process's work at once
+      } catch (RuntimeException e) {
+        LOG.warn("instance {}: could not look for instances that are gone ({}); the next beat looks again", id,
+            e.getMessage());
+      }
     }
     long every = leases.beat().toMillis();
     timer.scheduleWithFixedDelay(heartbeat::beat, every, every, TimeUnit.MILLISECONDS);
