@@ -175,6 +175,10 @@ final class RunwayProcess {
     return process.onExit().thenApply(p -> java.time.Instant.now());
   }
 
+  boolean alive() {
+    return process != null && process.isAlive();
+  }
+
   /** The exit code of a process that has exited. */
   int exitCode() {
     return process.exitValue();

@@ -63,8 +63,8 @@ class TakeoverIT {
         RunwayProcess a = new RunwayProcess(env, TempFiles.dir("runway-takeover-a-"));
         RunwayProcess b = new RunwayProcess(env, TempFiles.dir("runway-takeover-b-"));
         try {
-          String key = a.createKey("admin,runs:write,runs:read,workflows:write", "takeover");
           a.start();
+          String key = firstAdminKey(a);
           Work work = Work.putOn(a.http(key), fakes, RUNS);
           fakes.awaitFirstCalls(work);
           b.start();
@@ -87,8 +87,8 @@ class TakeoverIT {
           assertTrue(await(Duration.ofSeconds(20), () -> held(onA, a.pid()).path("runs").asInt() > 0),
               "A holds some of " + more.size() + " new runs started through it: " + onA.get("/v1/admin/instances").body());
         } finally {
-          a.stop();
-          b.stop();
+          end(a);
+          end(b);
         }
       }
     }
@@ -110,8 +110,8 @@ class TakeoverIT {
         RunwayProcess a = new RunwayProcess(env, TempFiles.dir("runway-takeover-a-"));
         RunwayProcess b = new RunwayProcess(env, TempFiles.dir("runway-takeover-b-"));
         try {
-          String key = a.createKey("admin,runs:write,runs:read,workflows:write", "takeover");
           a.start();
+          String key = firstAdminKey(a);
           Work work = Work.putOn(a.http(key), fakes, RUNS);
           fakes.awaitFirstCalls(work);
           b.start();
@@ -129,13 +129,12 @@ class TakeoverIT {
           // A wakes and gets its (stale) answers first: it must commit none of them; then B's answers.
           a.resume();
           fakes.answerFirstCalls();
-          Thread.sleep(3_000);
+          Thread.sleep(2_000);
           fakes.answerSecondCalls();
           work.checkFinishedOnce(b.http(key), fakes);
         } finally {
-          a.resume();
-          a.stop();
-          b.stop();
+          end(a);
+          end(b);
         }
       }
     }
@@ -154,8 +153,8 @@ class TakeoverIT {
         RunwayProcess a = new RunwayProcess(envA, TempFiles.dir("runway-takeover-a-"));
         RunwayProcess b = new RunwayProcess(env, TempFiles.dir("runway-takeover-b-"));
         try {
-          String key = a.createKey("admin,runs:write,runs:read,workflows:write", "takeover");
           a.start();
+          String key = firstAdminKey(a);
           long aPid = a.pid();
           Work work = Work.putOn(a.http(key), fakes, RUNS);
           fakes.awaitFirstCalls(work);
@@ -178,8 +177,8 @@ class TakeoverIT {
           fakes.answerSecondCalls();
           work.checkFinishedOnce(onB, fakes);
         } finally {
-          a.stop();
-          b.stop();
+          end(a);
+          end(b);
         }
       }
     }
@@ -193,8 +192,8 @@ class TakeoverIT {
       try (Fakes fakes = new Fakes()) {
         RunwayProcess server = RunwayProcess.onFreshDatabase(TestDatabase.H2, fakes.env(), "runway-takeover-h2-");
         try {
-          String key = server.createKey("admin,runs:write,runs:read,workflows:write", "takeover");
           server.start();
+          String key = firstAdminKey(server);
           Work work = Work.putOn(server.http(key), fakes, RUNS);
           fakes.awaitFirstCalls(work);
 
@@ -208,11 +207,35 @@ class TakeoverIT {
           fakes.answerSecondCalls();
           work.checkFinishedOnce(server.http(key), fakes);
         } finally {
-          server.stop();
+          end(server);
         }
       }
     }
     assertEquals(List.of(), late, "takeovers later than their bound");
+  }
+
+  /** The admin key the first start printed (one start of the jar less than the keys command). */
+  private static String firstAdminKey(RunwayProcess server) throws Exception {
+    java.util.regex.Pattern key = java.util.regex.Pattern.compile("^\\s+(wsk_[A-Za-z0-9]{40,})\\s*$",
+        java.util.regex.Pattern.MULTILINE);
+    String[] found = new String[1];
+    assertTrue(await(Duration.ofSeconds(20), () -> {
+      try {
+        java.util.regex.Matcher m = key.matcher(server.stdout());
+        found[0] = m.find() ? m.group(1) : null;
+      } catch (IOException e) {
+        throw new java.io.UncheckedIOException(e);
+      }
+      return found[0] != null;
+    }), "the first start printed an admin key");
+    return found[0];
+  }
+
+  /** kill -9 at the end of a test: a stop would wait out the grace for calls that hang on purpose. */
+  private static void end(RunwayProcess server) throws InterruptedException {
+    if (server.alive()) {
+      server.kill9();
+    }
   }
 
   /** The variables of every instance on this PostgreSQL schema, calling these fakes. */
