@@ -267,9 +267,11 @@ public final class Runway implements AutoCloseable {
   }
 
   /**
-   * Stops cleanly: new requests get 503 while those in flight finish (up to http.shutdown_grace_ms),
-   * the HTTP server stops, running steps finish, waiting group commits are committed, and the pool
-   * Runway opened is closed. Nothing acknowledged is lost.
+   * Stops cleanly: the registry says stopping; new requests get 503 while those in flight finish
+   * (up to http.shutdown_grace_ms), the HTTP server stops, the engine and the webhook dispatcher stop
+   * claiming and let their calls in flight finish (up to shutdown.grace_seconds), everything still
+   * held is handed back and the instance marked stopped in one commit, waiting group commits are
+   * committed, and the pool Runway opened is closed. Nothing acknowledged is lost.
    */
   @Override
   public void close() {
@@ -282,12 +284,14 @@ public final class Runway implements AutoCloseable {
     if (triggers != null) {
       triggers.close();
     }
+    // The engine's calls and the webhook attempts in flight finish side by side, within one grace.
+    CompletableFuture<Void> webhooksStopped = webhooks == null ? CompletableFuture.completedFuture(null)
+        : CompletableFuture.runAsync(webhooks::close, task -> new Thread(task, "runway-stop-webhooks").start());
     if (engine != null) {
       engine.close();
     }
-    if (webhooks != null) {
-      webhooks.close();
-    }
+    webhooksStopped.join();
+    // What is still held goes back in one commit, for the other instances to take up at once.
     heartbeat.close();
     services.database().close();
     services.metrics().close();

@@ -1,5 +1,6 @@
 package dev.runway.engine;
 
+import dev.runway.core.Time;
 import dev.runway.db.GroupCommitter;
 import dev.runway.db.Tx;
 import dev.runway.instance.Leases;
@@ -61,26 +62,21 @@ abstract class CallingRunner<M extends RunMachine> implements RunAdvancer {
   }
 
   /**
-   * Saves {@code next}, the run after {@code m}'s moves, if this instance still holds the run
-   * ({@code hold}: its lease renewed, its heartbeat live) and the run is still as it was read; false
-   * when a caller's move (cancel, approve) came first, and the run is left as that move made it, or
-   * when the lease may have lapsed (another instance may hold the run now: this answer is dropped).
+   * Saves {@code next}, the run after {@code m}'s moves, if this instance still holds the run: it
+   * has not given it up ({@code hold}), and in the database its lease is still this instance's and
+   * has not lapsed (a paused process waking after its lease ran out commits nothing), and the run is
+   * still at the version it was read at. False otherwise: a caller's move (cancel, approve) came
+   * first and the run is left as that move made it, or the lease lapsed and the answer is dropped
+   * (the instance that takes the run over makes the call again, with the same Idempotency-Key).
    */
   protected final boolean save(Run next, M m, Leases.Hold hold) {
-    boolean[] lapsed = {false};
     boolean saved = committer.commit(next.workspaceId(), tx -> {
       saveAlso(tx, m);
-      if (!leases.holds(hold)) {
-        lapsed[0] = true;
-        return false;
-      }
-      return m.saveIn(tx, next);
+      return leases.holds(hold) && m.saveHeldIn(tx, next, hold.owner(), Time.now());
     });
-    if (lapsed[0]) {
-      LOG.warn("run {}: this instance's lease on it may have lapsed while its call was out; the answer is dropped "
-          + "and the run is taken up again by the instance that holds it", next.id());
-    } else if (!saved) {
-      LOG.info("run {} changed while its call was out; leaving it as it is now", next.id());
+    if (!saved) {
+      LOG.info("run {} changed while its call was out, or this instance's lease on it lapsed; leaving it as it "
+          + "is now", next.id());
     }
     return saved;
   }

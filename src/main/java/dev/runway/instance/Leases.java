@@ -16,12 +16,13 @@ import java.util.stream.Collectors;
  * lease lapses only when its holder stops beating (dead, paused, cut off from the database), never
  * because a call is long.
  *
- * <p>The holder checks its own liveness before every commit that depends on a lease ({@link
- * #holds}): it is live while its last renewal is less than the lease minus one beat old (the beat
- * left as a margin for the other instances' clocks and for the commit itself). When a beat finds
- * that time passed (a long pause, the database away), every lease may have lapsed and been taken by
- * another instance: all the work held then is given up ({@link #lapse}) and none of it commits,
- * while the version checks of those commits still guard the race in between.
+ * <p>The holder checks its own liveness: it takes no new work unless {@link #live} (its last
+ * renewal less than the lease minus one beat old, the beat left as a margin for the other
+ * instances' clocks). When a beat finds that more time passed (a long pause, the database away),
+ * every lease may have lapsed and been taken by another instance: all the work held then is given
+ * up ({@link #lapse}) and none of it commits ({@link #holds}). Every commit that depends on a lease
+ * also checks in the database that the lease is still its holder's and has not lapsed, besides the
+ * run's version: a holder that wakes from a pause commits nothing of the work it lost.
  */
 public final class Leases {
   /** The tables whose rows are leased, as the registry and the hand-back know them. */
@@ -96,9 +97,13 @@ public final class Leases {
     return hold;
   }
 
-  /** Whether a commit that depends on this hold may go ahead: still held, in this epoch, and live. */
+  /**
+   * Whether a commit that depends on this hold may go ahead: still held, in this epoch (not given up
+   * after a stall). The commit itself checks in the database that the lease is still its holder's
+   * and has not lapsed.
+   */
   public boolean holds(Hold hold) {
-    return hold.epoch() == epoch && held.get(hold.key()) == hold && live();
+    return hold.epoch() == epoch && held.get(hold.key()) == hold;
   }
 
   /** The work is done (or given back): its lease is no longer renewed. */

@@ -29,7 +29,8 @@ final class DispatchQueries {
   static final String DUE_SINCE = "TIMESTAMP WITH TIME ZONE '1970-01-01 00:00:00+00'";
 
   /** A due delivery, its endpoint and workspace. */
-  record Due(String id, String endpointId, String workspaceId) {}
+  /** A due delivery; {@code lapsedOwner}: the owner of a lease that lapsed on it, or null. */
+  record Due(String id, String endpointId, String workspaceId, String lapsedOwner) {}
 
   /** A delivery leased for an attempt, with what to send. */
   record Claimed(String id, String workspaceId, String endpointId, String eventId, int attempts, Instant giveUpAt,
@@ -51,7 +52,8 @@ final class DispatchQueries {
    */
   static List<Due> due(Connection c, Instant now, Collection<String> except, Collection<String> exceptWorkspaces,
       int limit) {
-    String sql = "SELECT id, endpoint_id, workspace_id FROM webhook_delivery WHERE next_attempt_at >= " + DUE_SINCE
+    String sql = "SELECT id, endpoint_id, workspace_id, lease_owner FROM webhook_delivery WHERE next_attempt_at >= "
+        + DUE_SINCE
         + " AND next_attempt_at <= ? AND (lease_until IS NULL OR lease_until < ?)"
         + (except.isEmpty() ? "" : " AND endpoint_id NOT IN (" + marks(except.size()) + ")")
         + (exceptWorkspaces.isEmpty() ? "" : " AND workspace_id NOT IN (" + marks(exceptWorkspaces.size()) + ")")
@@ -70,7 +72,7 @@ final class DispatchQueries {
       List<Due> out = new ArrayList<>();
       try (ResultSet rs = ps.executeQuery()) {
         while (rs.next()) {
-          out.add(new Due(rs.getString(1), rs.getString(2), rs.getString(3)));
+          out.add(new Due(rs.getString(1), rs.getString(2), rs.getString(3), rs.getString(4)));
         }
       }
       return out;
@@ -155,7 +157,7 @@ final class DispatchQueries {
 
   private static final String SUCCEEDED = "UPDATE webhook_delivery SET status = '" + WebhookDelivery.SUCCEEDED
       + "', attempts = ?, next_attempt_at = NULL, lease_owner = NULL, lease_until = NULL, last_response_status = ?, "
-      + "last_error = NULL, updated_at = ? WHERE id = ? AND lease_owner = ?";
+      + "last_error = NULL, updated_at = ? WHERE id = ? AND lease_owner = ? AND lease_until > ?";
   private static final String ATTEMPT = "INSERT INTO webhook_attempt (delivery_id, attempt, started_at, "
       + "duration_ms, response_status, response_body, error) VALUES (?, ?, ?, ?, ?, ?, ?)";
 
@@ -164,7 +166,7 @@ final class DispatchQueries {
 
   /**
    * Records successful attempts (WebhookDao.attempted and insertAttempt, for many at once): one
-   * batch for the deliveries, each only if {@code owner} still holds its lease, and one for the
+   * batch for the deliveries, each only if {@code owner} still holds its lease (unlapsed), and one for the
    * attempts of those. Returns which were recorded.
    */
   static boolean[] recordSuccesses(Connection c, List<Success> successes) {
@@ -178,6 +180,7 @@ final class DispatchQueries {
           Jdbc.setTime(ps, 3, s.now());
           ps.setString(4, s.deliveryId());
           ps.setString(5, s.owner());
+          Jdbc.setTime(ps, 6, s.now());
           ps.addBatch();
         }
         updated = ps.executeBatch();

@@ -243,6 +243,7 @@ public final class WebhookDispatcher implements AutoCloseable, WebhookOutbox.Han
     Map<String, Integer> takenByWorkspace = new HashMap<>();
     int holders = holding.size();
     List<String> ids = new ArrayList<>();
+    Map<String, String> lapsed = new HashMap<>();
     int leftBehind = 0;
     for (DispatchQueries.Due d : due) {
       int used = lane(d.endpointId(), d.workspaceId()).held();
@@ -251,6 +252,9 @@ public final class WebhookDispatcher implements AutoCloseable, WebhookOutbox.Han
       if (used + n <= perEndpoint
           && FairShares.mayTakeAnother(settings.maxInFlight(), holders, ofWorkspace, Integer.MAX_VALUE)) {
         ids.add(d.id());
+        if (d.lapsedOwner() != null && !d.lapsedOwner().startsWith(owner + ":")) {
+          lapsed.put(d.id(), d.lapsedOwner()); // another instance's, whose lease lapsed: dead or paused
+        }
         taken.put(d.endpointId(), n);
         takenByWorkspace.merge(d.workspaceId(), 1, Integer::sum);
         holders += ofWorkspace == 0 ? 1 : 0;
@@ -294,6 +298,10 @@ public final class WebhookDispatcher implements AutoCloseable, WebhookOutbox.Han
     });
     for (DispatchQueries.Claimed c : claimed) {
       leases.hold(Leases.DELIVERIES, c.id(), token);
+      if (lapsed.containsKey(c.id())) {
+        LOG.info("webhook delivery {}: the lease of {} lapsed; taking the delivery over", c.id(), lapsed.get(c.id()));
+        leases.tookOver(Leases.DELIVERIES, 1);
+      }
       WebhookEndpoint endpoint = endpoints.get(c.endpointId());
       inFlight.incrementAndGet();
       bytesInFlight.addAndGet(c.weight());
@@ -521,7 +529,8 @@ public final class WebhookDispatcher implements AutoCloseable, WebhookOutbox.Han
 
   /**
    * Stops claiming; the deliveries still waiting for a place are given back, and attempts in flight
-   * get a few seconds to be recorded (else their leases expire).
+   * get up to shutdown.grace_seconds to be recorded (the rest are handed back with the instance's
+   * other work as it stops).
    */
   @Override
   public void close() {
@@ -557,7 +566,7 @@ public final class WebhookDispatcher implements AutoCloseable, WebhookOutbox.Han
         }
         inFlight.addAndGet(-n);
       }
-      long until = System.nanoTime() + 5_000_000_000L;
+      long until = System.nanoTime() + settings.shutdownGrace().toNanos();
       while (inFlight.get() > 0 && System.nanoTime() < until) {
         outcomes.recordWaiting();
         Thread.sleep(20);
