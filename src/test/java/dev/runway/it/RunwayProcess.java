@@ -175,6 +175,11 @@ final class RunwayProcess {
     return process.onExit().thenApply(p -> java.time.Instant.now());
   }
 
+  /** The folder it runs in, with its server.out and server.err. */
+  Path workDir() {
+    return workDir;
+  }
+
   boolean alive() {
     return process != null && process.isAlive();
   }

@@ -231,10 +231,20 @@ class TakeoverIT {
     return found[0];
   }
 
-  /** kill -9 at the end of a test: a stop would wait out the grace for calls that hang on purpose. */
-  private static void end(RunwayProcess server) throws InterruptedException {
+  /**
+   * kill -9 at the end of a test: a stop would wait out the grace for calls that hang on purpose.
+   * With -Dtakeover.logs=DIR the server's log is kept there (the work folder goes with the JVM).
+   */
+  private static void end(RunwayProcess server) throws InterruptedException, IOException {
     if (server.alive()) {
       server.kill9();
+    }
+    String logs = System.getProperty("takeover.logs", "");
+    java.nio.file.Path log = server.workDir().resolve("server.err");
+    if (!logs.isEmpty() && java.nio.file.Files.exists(log)) {
+      java.nio.file.Path dir = java.nio.file.Files.createDirectories(java.nio.file.Path.of(logs));
+      java.nio.file.Files.copy(log, dir.resolve(server.workDir().getFileName() + ".log"),
+          java.nio.file.StandardCopyOption.REPLACE_EXISTING);
     }
   }
 
@@ -623,7 +633,9 @@ class TakeoverIT {
       List<String> faults = new ArrayList<>();
       calls.forEach((key, made) -> {
         if (made.size() > times) {
-          faults.add(what + " " + key + " made " + made.size() + " times");
+          Instant first = made.get(0).at();
+          faults.add(what + " " + key + " made " + made.size() + " times, at +" + made.stream()
+              .map(c -> Duration.between(first, c.at()).toMillis() / 1000.0 + " s").toList());
         }
       });
       return faults;
