@@ -183,16 +183,12 @@ public final class Engine implements AutoCloseable {
     }
     List<Claim> claims = new ArrayList<>();
     List<CallMemory.Reservation> rooms = new ArrayList<>();
+    List<String> lapsedOwners = new ArrayList<>();
     Map<String, Integer> takenNow = new HashMap<>();
     int callsLeft = free;
     int holders = holding.size();
     for (Run run : due) {
       Claim claim = claim(run, now);
-      if (run.leaseOwner() != null && !run.leaseOwner().equals(owner)) {
-        // Held by another instance whose lease lapsed: it stopped beating (dead or paused).
-        LOG.info("run {}: the lease of instance {} lapsed; taking the run over", run.id(), run.leaseOwner());
-        leases.tookOver(Leases.RUNS, 1);
-      }
       CallMemory.Reservation room = null;
       if (claim.call()) {
         int share = holding.getOrDefault(run.workspaceId(), 0) + takenNow.getOrDefault(run.workspaceId(), 0);
@@ -212,6 +208,8 @@ public final class Engine implements AutoCloseable {
       }
       claims.add(claim);
       rooms.add(room);
+      // Held by another instance whose lease lapsed (it stopped beating: dead or paused), or by none.
+      lapsedOwners.add(run.leaseOwner() != null && !run.leaseOwner().equals(owner) ? run.leaseOwner() : null);
     }
     List<CompletableFuture<Boolean>> saves = new ArrayList<>();
     for (Claim claim : claims) {
@@ -219,6 +217,11 @@ public final class Engine implements AutoCloseable {
     }
     for (int i = 0; i < claims.size(); i++) {
       boolean won = won(saves.get(i), claims.get(i));
+      if (won && lapsedOwners.get(i) != null) {
+        LOG.info("run {}: the lease of instance {} lapsed; took the run over", claims.get(i).save().id(),
+            lapsedOwners.get(i));
+        leases.tookOver(Leases.RUNS, 1);
+      }
       if (won && claims.get(i).call()) {
         startCall(claims.get(i).save(), rooms.get(i));
       } else if (rooms.get(i) != null) {

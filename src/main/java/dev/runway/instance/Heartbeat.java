@@ -39,6 +39,8 @@ import org.slf4j.LoggerFactory;
  */
 public final class Heartbeat implements AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(Heartbeat.class);
+  /** Leases renewed per statement at most. */
+  private static final int RENEW_CHUNK = 500;
 
   private final Jdbi jdbi;
   private final Leases leases;
@@ -138,7 +140,7 @@ public final class Heartbeat implements AutoCloseable {
     try {
       long started = leases.nanos();
       Instant now = Time.now();
-      if (!leases.live()) {
+      if (leases.lapsed()) {
         int abandoned = leases.lapse();
         if (abandoned > 0) {
           LOG.warn("instance {}: no beat recorded for longer than its leases allow; it gives up the {} pieces of "
@@ -150,7 +152,7 @@ public final class Heartbeat implements AutoCloseable {
         if (h.attach(InstanceDao.class).beat(id(), now) == 0) {
           return false;
         }
-        renew(h.getConnection(), holds, leases.until(now));
+        renew(h.getConnection(), holds, now, leases.until(now));
         return true;
       });
       if (!known) {
@@ -169,22 +171,30 @@ public final class Heartbeat implements AutoCloseable {
     }
   }
 
-  /** Renews the leases held, each only if still this instance's (another may have taken it meanwhile). */
-  private static void renew(Connection c, List<Leases.Hold> holds, Instant until) throws SQLException {
+  /**
+   * Renews the leases held, each only if still this instance's and not lapsed (one that lapsed may
+   * be another's by now: it stays lapsed, and the work's commit fails). Rows a commit is writing
+   * at this moment are skipped, not waited for: that commit writes their next lease (or ends them),
+   * and a beat that waited on them while holding others could deadlock with it.
+   */
+  private static void renew(Connection c, List<Leases.Hold> holds, Instant now, Instant until) throws SQLException {
     for (String table : List.of(Leases.RUNS, Leases.DELIVERIES, Leases.REQUESTS)) {
       List<Leases.Hold> theirs = holds.stream().filter(h -> h.table().equals(table)).toList();
-      if (theirs.isEmpty()) {
-        continue;
-      }
-      try (PreparedStatement ps = c.prepareStatement(
-          "UPDATE " + table + " SET lease_until = ? WHERE id = ? AND lease_owner = ?")) {
-        for (Leases.Hold hold : theirs) {
-          Jdbc.setTime(ps, 1, until);
-          ps.setString(2, hold.id());
-          ps.setString(3, hold.owner());
-          ps.addBatch();
+      for (int from = 0; from < theirs.size(); from += RENEW_CHUNK) {
+        List<Leases.Hold> chunk = theirs.subList(from, Math.min(theirs.size(), from + RENEW_CHUNK));
+        String pairs = String.join(", ", java.util.Collections.nCopies(chunk.size(), "(?, ?)"));
+        try (PreparedStatement ps = c.prepareStatement("UPDATE " + table + " SET lease_until = ? WHERE id IN "
+            + "(SELECT id FROM " + table + " WHERE (id, lease_owner) IN (" + pairs + ") AND lease_until > ? "
+            + "FOR UPDATE SKIP LOCKED)")) {
+          int i = 1;
+          Jdbc.setTime(ps, i++, until);
+          for (Leases.Hold hold : chunk) {
+            ps.setString(i++, hold.id());
+            ps.setString(i++, hold.owner());
+          }
+          Jdbc.setTime(ps, i, now);
+          ps.executeUpdate();
         }
-        ps.executeBatch();
       }
     }
   }

@@ -62,15 +62,20 @@ public interface InstanceDao {
 
   // ---- leases ----
 
-  @SqlUpdate("UPDATE run SET lease_owner = NULL, lease_until = NULL WHERE due_at >= " + DUE_SINCE
-      + " AND lease_owner = :owner")
+  // An owner's leases are released skipping the rows a commit is writing at that moment (a caller's
+  // cancel, say): waiting for them while holding others could deadlock with it; those lapse instead.
+
+  @SqlUpdate("UPDATE run SET lease_owner = NULL, lease_until = NULL WHERE id IN (SELECT id FROM run WHERE due_at >= "
+      + DUE_SINCE + " AND lease_owner = :owner FOR UPDATE SKIP LOCKED)")
   int releaseRuns(String owner);
 
-  @SqlUpdate("UPDATE webhook_delivery SET lease_owner = NULL, lease_until = NULL WHERE next_attempt_at >= " + DUE_SINCE
-      + " AND LEFT(lease_owner, :length) = :prefix")
+  @SqlUpdate("UPDATE webhook_delivery SET lease_owner = NULL, lease_until = NULL WHERE id IN (SELECT id FROM "
+      + "webhook_delivery WHERE next_attempt_at >= " + DUE_SINCE + " AND LEFT(lease_owner, :length) = :prefix "
+      + "FOR UPDATE SKIP LOCKED)")
   int releaseDeliveries(String prefix, int length);
 
-  @SqlUpdate("UPDATE run_request SET lease_owner = NULL, lease_until = NULL WHERE lease_owner = :owner")
+  @SqlUpdate("UPDATE run_request SET lease_owner = NULL, lease_until = NULL WHERE id IN (SELECT id FROM run_request "
+      + "WHERE lease_owner = :owner FOR UPDATE SKIP LOCKED)")
   int releaseRequests(String owner);
 
   @SqlUpdate("UPDATE run SET lease_owner = NULL, lease_until = NULL WHERE due_at >= " + DUE_SINCE

@@ -18,9 +18,9 @@ import java.util.stream.Collectors;
  *
  * <p>The holder checks its own liveness: it takes no new work unless {@link #live} (its last
  * renewal less than the lease minus one beat old, the beat left as a margin for the other
- * instances' clocks). When a beat finds that more time passed (a long pause, the database away),
- * every lease may have lapsed and been taken by another instance: all the work held then is given
- * up ({@link #lapse}) and none of it commits ({@link #holds}). Every commit that depends on a lease
+ * instances' clocks). When a beat finds that a whole lease passed (a long pause, the database
+ * away), every lease has lapsed and may have been taken by another instance: all the work held then
+ * is given up ({@link #lapse}) and none of it commits ({@link #holds}). Every commit that depends on a lease
  * also checks in the database that the lease is still its holder's and has not lapsed, besides the
  * run's version: a holder that wakes from a pause commits nothing of the work it lost.
  */
@@ -88,6 +88,11 @@ public final class Leases {
   /** Whether the leases this instance holds are surely still its own: take no new work otherwise. */
   public boolean live() {
     return nanos.getAsLong() - confirmedAt < lease.minus(beat).toNanos();
+  }
+
+  /** Whether a whole lease passed since the last renewal: every lease held then has lapsed. */
+  boolean lapsed() {
+    return nanos.getAsLong() - confirmedAt >= lease.toNanos();
   }
 
   /** Holds the row leased to {@code owner}: the heartbeat renews its lease until {@link #release}. */

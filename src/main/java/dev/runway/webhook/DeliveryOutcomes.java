@@ -159,15 +159,15 @@ final class DeliveryOutcomes {
   /**
    * Records outcomes in the order their attempts ended: a run of plain successes in one batch
    * (DispatchQueries.recordSuccesses), anything else (a failure, a 410, a delivery of a disabled
-   * endpoint) on its own, after the successes before it. An outcome whose lease this instance may
-   * no longer hold (its heartbeat stalled) is not recorded: another instance may be attempting the
-   * delivery now, and records that attempt.
+   * endpoint) on its own, after the successes before it. An outcome of a delivery this instance
+   * gave up (its heartbeat stalled past a lease) is not recorded, nor one whose lease lapsed (the
+   * statements check it): another instance may be attempting the delivery now, and records that.
    */
   private void record(Tx tx, List<Outcome> batch) {
     List<Outcome> successes = new ArrayList<>();
     for (Outcome o : batch) {
       if (!leases.holds(Leases.DELIVERIES, o.c().id(), o.token())) {
-        LOG.warn("webhook delivery {}: this instance's lease on it may have lapsed; its attempt is not recorded",
+        LOG.warn("webhook delivery {}: this instance gave it up after its heartbeat stalled; its attempt is not recorded",
             o.c().id());
         continue;
       }

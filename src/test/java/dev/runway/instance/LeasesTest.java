@@ -25,9 +25,13 @@ class LeasesTest {
     advance(Duration.ofMillis(6_999));
     assertTrue(leases.live());
     advance(Duration.ofMillis(1));
-    assertFalse(leases.live(), "7 s after the last renewal, one beat short of the lease, it may not commit");
+    assertFalse(leases.live(), "7 s after the last renewal, one beat short of the lease, it takes no new work");
+    assertFalse(leases.lapsed(), "but what it holds may still commit: its leases have not lapsed");
+    advance(Duration.ofSeconds(3));
+    assertTrue(leases.lapsed(), "a whole lease since the last renewal: every lease held has lapsed");
     leases.confirmed(clock.get());
     assertTrue(leases.live());
+    assertFalse(leases.lapsed());
   }
 
   @Test
