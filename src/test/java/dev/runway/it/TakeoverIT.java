@@ -55,8 +55,7 @@ class TakeoverIT {
 
   @Test
   void kill_9_of_a_holds_every_call_on_b_within_15_s_and_a_shares_new_work_after_its_restart() throws Exception {
-    List<String> late = new ArrayList<>();
-    for (int round = 1; round <= ROUNDS; round++) {
+    inRounds((round, late) -> {
       Settings db = SharedPostgres.freshSchemaOrSkip(TakeoverIT.class, WHICH);
       try (Fakes fakes = new Fakes()) {
         Map<String, String> env = env(db, fakes);
@@ -91,16 +90,14 @@ class TakeoverIT {
           end(b);
         }
       }
-    }
-    assertEquals(List.of(), late, "takeovers later than their bound");
+    });
   }
 
   @Test
   void kill_stop_of_a_lets_b_take_over_when_the_leases_lapse_and_a_commits_nothing_when_it_wakes() throws Exception {
     int leaseSeconds = DEFAULTS ? 10 : 2;
     Duration paused = Duration.ofSeconds(DEFAULTS ? 30 : 8);
-    List<String> late = new ArrayList<>();
-    for (int round = 1; round <= ROUNDS; round++) {
+    inRounds((round, late) -> {
       Settings db = SharedPostgres.freshSchemaOrSkip(TakeoverIT.class, WHICH);
       try (Fakes fakes = new Fakes()) {
         Map<String, String> env = new HashMap<>(env(db, fakes));
@@ -137,14 +134,12 @@ class TakeoverIT {
           end(b);
         }
       }
-    }
-    assertEquals(List.of(), late, "takeovers later than their bound");
+    });
   }
 
   @Test
   void sigterm_of_a_hands_its_work_to_b_at_once_after_the_grace() throws Exception {
-    List<String> late = new ArrayList<>();
-    for (int round = 1; round <= ROUNDS; round++) {
+    inRounds((round, late) -> {
       Settings db = SharedPostgres.freshSchemaOrSkip(TakeoverIT.class, WHICH);
       try (Fakes fakes = new Fakes()) {
         Map<String, String> env = env(db, fakes);
@@ -181,14 +176,12 @@ class TakeoverIT {
           end(b);
         }
       }
-    }
-    assertEquals(List.of(), late, "takeovers later than their bound");
+    });
   }
 
   @Test
   void h2_instance_killed_and_restarted_in_place_makes_every_call_again_at_once() throws Exception {
-    List<String> late = new ArrayList<>();
-    for (int round = 1; round <= ROUNDS; round++) {
+    inRounds((round, late) -> {
       try (Fakes fakes = new Fakes()) {
         RunwayProcess server = RunwayProcess.onFreshDatabase(TestDatabase.H2, fakes.env(), "runway-takeover-h2-");
         try {
@@ -210,8 +203,32 @@ class TakeoverIT {
           end(server);
         }
       }
+    });
+  }
+
+  /** One round of a case: {@code late} collects takeovers past their bound. */
+  interface Round {
+    void run(int round, List<String> late) throws Exception;
+  }
+
+  /**
+   * The rounds of a case, each on a fresh database; a round that fails does not stop the next ones
+   * (the bench reports them all), and the case fails at the end with every round's faults.
+   */
+  private static void inRounds(Round round) throws Exception {
+    List<String> faults = new ArrayList<>();
+    for (int n = 1; n <= ROUNDS; n++) {
+      List<String> late = new ArrayList<>();
+      try {
+        round.run(n, late);
+      } catch (AssertionError e) {
+        faults.add("round " + n + ": " + e.getMessage());
+      }
+      for (String l : late) {
+        faults.add("round " + n + " late: " + l);
+      }
     }
-    assertEquals(List.of(), late, "takeovers later than their bound");
+    assertEquals(List.of(), faults, "faults of " + ROUNDS + " rounds");
   }
 
   /** The admin key the first start printed (one start of the jar less than the keys command). */
