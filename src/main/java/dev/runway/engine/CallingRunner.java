@@ -1,6 +1,5 @@
 package dev.runway.engine;
 
-import dev.runway.core.Time;
 import dev.runway.db.GroupCommitter;
 import dev.runway.db.Tx;
 import dev.runway.instance.Leases;
@@ -63,16 +62,17 @@ abstract class CallingRunner<M extends RunMachine> implements RunAdvancer {
 
   /**
    * Saves {@code next}, the run after {@code m}'s moves, if this instance still holds the run: it
-   * has not given it up ({@code hold}), and in the database its lease is still this instance's and
-   * has not lapsed (a paused process waking after its lease ran out commits nothing), and the run is
-   * still at the version it was read at. False otherwise: a caller's move (cancel, approve) came
-   * first and the run is left as that move made it, or the lease lapsed and the answer is dropped
-   * (the instance that takes the run over makes the call again, with the same Idempotency-Key).
+   * has not given it up ({@code hold}: after a stall past its lease it gives up everything), the
+   * run is still leased to it in the database (an instance that took the run over leased it anew:
+   * a paused process waking commits nothing of it) and still at the version it was read at. False
+   * otherwise: a caller's move (cancel, approve) came first and the run is left as that move made
+   * it, or the run was lost and the answer is dropped (the instance that took the run over makes
+   * the call again, with the same Idempotency-Key).
    */
   protected final boolean save(Run next, M m, Leases.Hold hold) {
     boolean saved = committer.commit(next.workspaceId(), tx -> {
       saveAlso(tx, m);
-      return leases.holds(hold) && m.saveHeldIn(tx, next, hold.owner(), Time.now());
+      return leases.holds(hold) && m.saveHeldIn(tx, next, hold.owner());
     });
     if (!saved) {
       LOG.info("run {} changed while its call was out, or this instance's lease on it lapsed; leaving it as it "

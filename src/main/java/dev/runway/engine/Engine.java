@@ -66,6 +66,7 @@ public final class Engine implements AutoCloseable {
   private final String owner;
   /** The runs this engine holds (their calls out), to give up at its stop. */
   private final Set<Leases.Hold> held = ConcurrentHashMap.newKeySet();
+  private final Set<String> heldRuns = ConcurrentHashMap.newKeySet();
   private final List<AutoCloseable> closeAfter = new java.util.concurrent.CopyOnWriteArrayList<>();
   private final StepRunner steps;
   private final AgentRunner agents;
@@ -188,6 +189,9 @@ public final class Engine implements AutoCloseable {
     int callsLeft = free;
     int holders = holding.size();
     for (Run run : due) {
+      if (heldRuns.contains(run.id())) {
+        continue; // its lease lapsed (a stall) but its call is still out here: no second call beside it
+      }
       Claim claim = claim(run, now);
       CallMemory.Reservation room = null;
       if (claim.call()) {
@@ -269,10 +273,12 @@ public final class Engine implements AutoCloseable {
     callsByWorkspace.merge(run.workspaceId(), 1, Integer::sum);
     Leases.Hold hold = leases.hold(Leases.RUNS, run.id(), owner);
     held.add(hold);
+    heldRuns.add(run.id());
     runnerOf(run).call(run, room, hold).whenComplete((done, failure) -> {
       room.release();
       leases.release(hold);
       held.remove(hold);
+      heldRuns.remove(run.id());
       if (failure != null) {
         // No longer renewed, the lease lapses and the run is taken up again then.
         LOG.warn("engine failed on run {}: {}", run.id(), failure.toString());

@@ -74,16 +74,15 @@ public interface RunDao {
   int saveProgress(@BindMethods Run run);
 
   /**
-   * Like {@link #saveProgress}, for a move that rests on a lease: only while {@code heldBy} still
-   * holds the run under a lease that has not lapsed by {@code now} (else another instance may have
-   * taken the run over, or may at any moment).
+   * Like {@link #saveProgress}, for a move that rests on a lease: only while the run is still
+   * leased to {@code heldBy}. An instance that takes a run over writes its own lease (and the next
+   * version) in its claim, so of a holder that lost the run and the one that took it, one saves.
    */
   @SqlUpdate("UPDATE run SET status = :r.status, approval = :r.approval, error = :r.error, steps = :r.steps, "
       + "current_step = :r.currentStep, due_at = :r.dueAt, finished_at = :r.finishedAt, updated_at = :r.updatedAt, "
       + "lease_owner = :r.leaseOwner, lease_until = :r.leaseUntil, version = :r.version "
-      + "WHERE id = :r.id AND version = :r.version - 1 AND finished_at IS NULL AND lease_owner = :heldBy "
-      + "AND lease_until > :now")
-  int saveHeldProgress(@BindMethods("r") Run run, String heldBy, java.time.Instant now);
+      + "WHERE id = :r.id AND version = :r.version - 1 AND finished_at IS NULL AND lease_owner = :heldBy")
+  int saveHeldProgress(@BindMethods("r") Run run, String heldBy);
 
   /**
    * Runs the engine should look at now and that no live lease holds, longest due first. The lower

@@ -80,12 +80,9 @@ public abstract class RunMachine {
     return saveIn(tx, next, tx.dao(RunDao.class).saveProgress(next));
   }
 
-  /**
-   * Like {@link #saveIn(Tx, Run)}, for moves made on a lease: only while {@code heldBy} holds the run
-   * under a lease that has not lapsed by {@code now}.
-   */
-  public boolean saveHeldIn(Tx tx, Run next, String heldBy, Instant now) {
-    return saveIn(tx, next, tx.dao(RunDao.class).saveHeldProgress(next, heldBy, now));
+  /** Like {@link #saveIn(Tx, Run)}, for moves made on a lease: only while the run is leased to {@code heldBy}. */
+  public boolean saveHeldIn(Tx tx, Run next, String heldBy) {
+    return saveIn(tx, next, tx.dao(RunDao.class).saveHeldProgress(next, heldBy));
   }
 
   private boolean saveIn(Tx tx, Run next, int saved) {

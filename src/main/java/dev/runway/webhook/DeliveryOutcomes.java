@@ -160,8 +160,8 @@ final class DeliveryOutcomes {
    * Records outcomes in the order their attempts ended: a run of plain successes in one batch
    * (DispatchQueries.recordSuccesses), anything else (a failure, a 410, a delivery of a disabled
    * endpoint) on its own, after the successes before it. An outcome of a delivery this instance
-   * gave up (its heartbeat stalled past a lease) is not recorded, nor one whose lease lapsed (the
-   * statements check it): another instance may be attempting the delivery now, and records that.
+   * gave up (its heartbeat stalled past a lease) is not recorded, nor one another instance took over
+   * (the statements check the lease's owner): that instance records its own attempt.
    */
   private void record(Tx tx, List<Outcome> batch) {
     List<Outcome> successes = new ArrayList<>();

@@ -157,7 +157,7 @@ final class DispatchQueries {
 
   private static final String SUCCEEDED = "UPDATE webhook_delivery SET status = '" + WebhookDelivery.SUCCEEDED
       + "', attempts = ?, next_attempt_at = NULL, lease_owner = NULL, lease_until = NULL, last_response_status = ?, "
-      + "last_error = NULL, updated_at = ? WHERE id = ? AND lease_owner = ? AND lease_until > ?";
+      + "last_error = NULL, updated_at = ? WHERE id = ? AND lease_owner = ?";
   private static final String ATTEMPT = "INSERT INTO webhook_attempt (delivery_id, attempt, started_at, "
       + "duration_ms, response_status, response_body, error) VALUES (?, ?, ?, ?, ?, ?, ?)";
 
@@ -166,7 +166,7 @@ final class DispatchQueries {
 
   /**
    * Records successful attempts (WebhookDao.attempted and insertAttempt, for many at once): one
-   * batch for the deliveries, each only if {@code owner} still holds its lease (unlapsed), and one for the
+   * batch for the deliveries, each only if {@code owner} still holds its lease, and one for the
    * attempts of those. Returns which were recorded.
    */
   static boolean[] recordSuccesses(Connection c, List<Success> successes) {
@@ -180,7 +180,6 @@ final class DispatchQueries {
           Jdbc.setTime(ps, 3, s.now());
           ps.setString(4, s.deliveryId());
           ps.setString(5, s.owner());
-          Jdbc.setTime(ps, 6, s.now());
           ps.addBatch();
         }
         updated = ps.executeBatch();

@@ -78,10 +78,10 @@ public interface WebhookDao {
   @SqlQuery("SELECT payload FROM webhook_message WHERE id = :id")
   Optional<String> payload(String id);
 
-  /** Records an attempt's outcome, if this instance still holds the delivery: its lease, not lapsed. */
+  /** Records an attempt's outcome, if the delivery is still leased to {@code owner} (a claim's round of this instance). */
   @SqlUpdate("UPDATE webhook_delivery SET status = :status, attempts = :attempts, next_attempt_at = :next, "
       + "lease_owner = NULL, lease_until = NULL, last_response_status = :responseStatus, last_error = :error, "
-      + "updated_at = :now WHERE id = :id AND lease_owner = :owner AND lease_until > :now")
+      + "updated_at = :now WHERE id = :id AND lease_owner = :owner")
   int attempted(String id, String owner, String status, int attempts, Instant next, Integer responseStatus,
       String error, Instant now);
 
