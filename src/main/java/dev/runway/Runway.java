@@ -8,6 +8,8 @@ import dev.runway.engine.Engine;
 import dev.runway.http.InFlightLimit;
 import dev.runway.instance.Heartbeat;
 import dev.runway.instance.InstanceDao;
+import dev.runway.instance.InstanceStatistics;
+import dev.runway.instance.Leases;
 import dev.runway.metrics.Metrics;
 import dev.runway.trigger.TriggerProcessor;
 import dev.runway.webhook.WebhookDispatcher;
@@ -107,7 +109,7 @@ public final class Runway implements AutoCloseable {
     AtomicReference<TriggerProcessor> triggers = new AtomicReference<>();
     WebhookDispatcher webhooks = null;
     Heartbeat heartbeat = null;
-    Services services = Services.over(database, settings, metrics, () -> {
+    Runnable wake = () -> {
       Engine started = engine.get();
       if (started != null) {
         started.wake();
@@ -116,7 +118,8 @@ public final class Runway implements AutoCloseable {
       if (processor != null) {
         processor.wake();
       }
-    });
+    };
+    Services services = Services.over(database, settings, metrics, wake);
     InFlightLimit inFlight = InFlightLimit.untilReady(settings.maxInFlight(), settings.maxInFlightPerKey());
     AtomicBoolean failed = new AtomicBoolean();
     CompletableFuture<Javalin> http = CompletableFuture.supplyAsync(() -> {
@@ -125,21 +128,24 @@ public final class Runway implements AutoCloseable {
     }, task -> new Thread(task, "runway-start").start());
     try {
       database.prepare();
-      heartbeat = Heartbeat.start(database.jdbi(), settings.heartbeat());
+      heartbeat = Heartbeat.start(database.jdbi(), settings.heartbeat(), settings.engine().lease(),
+          database.isSingleProcess(), wake);
+      Leases leases = heartbeat.leases();
+      InstanceStatistics.watch(metrics, database.jdbi(), leases, settings.heartbeat());
       // Listening before the engine and the first admin key: a port in use stops the start before
       // it runs a step or makes a key it would never show.
       Javalin app = joinStart(http);
       if (settings.engine().enabled()) {
         Engine started = Engine.start(database.jdbi(), database.committer(), settings.engine(), settings.model(),
-            services.secrets(), database.isSingleProcess());
+            services.secrets(), leases);
         engine.set(started);
         metrics.watchEngine(started::backlog, started::callsInFlight, started::callBytesInFlight);
         // Runs that CRM changes queued are made by the instances that run the engine.
         triggers.set(TriggerProcessor.start(database.jdbi(), database.committer(), services.starts(),
-            settings.engine().pollInterval(), settings.engine().lease(), database.isSingleProcess()));
+            settings.engine().pollInterval(), leases));
       }
       if (settings.webhooks().enabled()) {
-        webhooks = WebhookDispatcher.start(services.webhooks(), database.isSingleProcess());
+        webhooks = WebhookDispatcher.start(services.webhooks(), database.isSingleProcess(), leases);
       }
       String adminKey = null;
       String setupCode = null;
@@ -261,9 +267,11 @@ public final class Runway implements AutoCloseable {
   }
 
   /**
-   * Stops cleanly: new requests get 503 while those in flight finish (up to http.shutdown_grace_ms),
-   * the HTTP server stops, running steps finish, waiting group commits are committed, and the pool
-   * Runway opened is closed. Nothing acknowledged is lost.
+   * Stops cleanly: the registry says stopping; new requests get 503 while those in flight finish
+   * (up to http.shutdown_grace_ms), the HTTP server stops, the engine and the webhook dispatcher stop
+   * claiming and let their calls in flight finish (up to shutdown.grace_seconds), everything still
+   * held is handed back and the instance marked stopped in one commit, waiting group commits are
+   * committed, and the pool Runway opened is closed. Nothing acknowledged is lost.
    */
   @Override
   public void close() {
@@ -276,12 +284,14 @@ public final class Runway implements AutoCloseable {
     if (triggers != null) {
       triggers.close();
     }
+    // The engine's calls and the webhook attempts in flight finish side by side, within one grace.
+    CompletableFuture<Void> webhooksStopped = webhooks == null ? CompletableFuture.completedFuture(null)
+        : CompletableFuture.runAsync(webhooks::close, task -> new Thread(task, "runway-stop-webhooks").start());
     if (engine != null) {
       engine.close();
     }
-    if (webhooks != null) {
-      webhooks.close();
-    }
+    webhooksStopped.join();
+    // What is still held goes back in one commit, for the other instances to take up at once.
     heartbeat.close();
     services.database().close();
     services.metrics().close();

@@ -109,7 +109,9 @@ public record ServerSettings(
         MetricsSettings.from(s),
         dev.runway.quota.Quotas.limits(s),
         s.integer("http.max_page_bytes", 1024, 64 * 1024 * 1024),
-        Duration.ofMillis(s.integer("instances.heartbeat_ms", 100, 600_000)));
+        // At most a third of the lease: a lease outlives two missed beats.
+        dev.runway.instance.Leases.beatFor(Duration.ofMillis(s.integer("instances.heartbeat_ms", 100, 600_000)),
+            Duration.ofSeconds(s.integer("engine.lease_seconds", 1, 3600))));
   }
 
   private static boolean isKey(String base64) {

@@ -9,6 +9,7 @@ import dev.runway.core.Json;
 import dev.runway.core.Time;
 import dev.runway.db.GroupCommitter;
 import dev.runway.db.Tx;
+import dev.runway.instance.Leases;
 import dev.runway.run.AgentRunMachine;
 import dev.runway.run.Run;
 import dev.runway.run.RunMachines;
@@ -45,8 +46,8 @@ final class AgentRunner extends CallingRunner<AgentRunMachine> {
   private final TokenQuota tokens;
 
   AgentRunner(Jdbi jdbi, GroupCommitter committer, EngineSettings settings, ModelSettings modelSettings,
-      ModelClient model, AgentToolCaller tools, RunMachines machines, String owner, Executor executor) {
-    super(committer, settings, owner, executor);
+      ModelClient model, AgentToolCaller tools, RunMachines machines, Leases leases, Executor executor) {
+    super(committer, settings, leases, executor);
     this.jdbi = jdbi;
     this.modelSettings = modelSettings;
     this.model = model;
@@ -89,18 +90,14 @@ final class AgentRunner extends CallingRunner<AgentRunMachine> {
     return next;
   }
 
-  /** The run as saved when this instance makes its next call: the call recorded as started, and a lease for its length. */
+  /** The run as saved when this instance makes its next call: the call recorded as started, and this instance's lease. */
   private Run lease(AgentRunMachine m, AgentRunMachine.Next next) {
-    Duration length;
     if (next == AgentRunMachine.Next.MODEL) {
       m.startModelCall(modelSettings.baseUrl());
-      length = modelSettings.timeout();
     } else {
       m.startToolCall();
-      AgentDefinition.Tool tool = m.tool(m.nextToolCall().get("name").asText());
-      length = Duration.ofMillis(tool.timeoutMs());
     }
-    return m.toRun(owner, m.now().plus(length).plus(settings.lease()));
+    return leased(m);
   }
 
   /**
@@ -117,7 +114,7 @@ final class AgentRunner extends CallingRunner<AgentRunMachine> {
   }
 
   @Override
-  protected CompletableFuture<Run> callOnce(Run calling, CallMemory.Reservation room) {
+  protected CompletableFuture<Run> callOnce(Run calling, CallMemory.Reservation room, Leases.Hold hold) {
     AgentRunMachine before = machines.agent(calling, calling.updatedAt());
     Duration left = before.timeLeft();
     if (before.callingModel()) {
@@ -128,14 +125,14 @@ final class AgentRunner extends CallingRunner<AgentRunMachine> {
       long withoutAnswer = weight(calling) - MODEL_ANSWER_ROOM;
       IntPredicate mayKeep = bytes -> bytes <= MODEL_ANSWER_ROOM || room.resize(withoutAnswer + bytes);
       return model.complete(request, timeout, mayKeep)
-          .thenApplyAsync(outcome -> settle(calling, room, m -> answered(m, outcome)), executor);
+          .thenApplyAsync(outcome -> settle(calling, room, hold, m -> answered(m, outcome)), executor);
     }
     ObjectNode call = before.nextToolCall();
     AgentDefinition.Tool tool = before.tool(call.get("name").asText());
     JsonNode arguments = AgentRunMachine.arguments(call);
     Duration timeout = shorter(Duration.ofMillis(tool.timeoutMs()), left);
     return tools.call(calling.workspaceId(), calling.id(), calling.agentId(), tool, call.get("id").asText(), arguments,
-        timeout).thenApplyAsync(result -> settle(calling, room,
+        timeout).thenApplyAsync(result -> settle(calling, room, hold,
             m -> m.toolAnswered(result.ok(), result.httpStatus(), result.content(), result.message())), executor);
   }
 
@@ -155,14 +152,15 @@ final class AgentRunner extends CallingRunner<AgentRunMachine> {
   }
 
   /** Records what came of the call, makes the moves that follow, and saves them with the next call's start. */
-  private Run settle(Run calling, CallMemory.Reservation room, java.util.function.Consumer<AgentRunMachine> outcome) {
+  private Run settle(Run calling, CallMemory.Reservation room, Leases.Hold hold,
+      java.util.function.Consumer<AgentRunMachine> outcome) {
     AgentRunMachine m = machines.agent(calling, Time.now());
     outcome.accept(m);
     AgentRunMachine.Next next = moveUntilWaiting(m);
     boolean callAgain = next != AgentRunMachine.Next.NOTHING && !stopping()
         && room.resize(weight(m.toRun(null, null)));
     Run save = callAgain ? lease(m, next) : m.toRun(null, null);
-    return save(save, m) && callAgain ? save : null;
+    return save(save, m, hold) && callAgain ? save : null;
   }
 
   /** The answer's tokens count even when the run changed meanwhile (canceled): the model used them. */

@@ -2,6 +2,7 @@ package dev.runway.engine;
 
 import dev.runway.db.GroupCommitter;
 import dev.runway.db.Tx;
+import dev.runway.instance.Leases;
 import dev.runway.run.Run;
 import dev.runway.run.RunMachine;
 import java.util.concurrent.CompletableFuture;
@@ -20,26 +21,31 @@ abstract class CallingRunner<M extends RunMachine> implements RunAdvancer {
 
   protected final GroupCommitter committer;
   protected final EngineSettings settings;
-  protected final String owner;
+  protected final Leases leases;
   protected final Executor executor;
   private volatile boolean stopping;
 
-  CallingRunner(GroupCommitter committer, EngineSettings settings, String owner, Executor executor) {
+  CallingRunner(GroupCommitter committer, EngineSettings settings, Leases leases, Executor executor) {
     this.committer = committer;
     this.settings = settings;
-    this.owner = owner;
+    this.leases = leases;
     this.executor = executor;
   }
 
   @Override
-  public final CompletableFuture<Void> call(Run calling, CallMemory.Reservation room) {
-    return CompletableFuture.supplyAsync(() -> callOnce(calling, room), executor)
+  public final CompletableFuture<Void> call(Run calling, CallMemory.Reservation room, Leases.Hold hold) {
+    return CompletableFuture.supplyAsync(() -> callOnce(calling, room, hold), executor)
         .thenCompose(answered -> answered)
-        .thenCompose(next -> next == null ? CompletableFuture.completedFuture(null) : call(next, room));
+        .thenCompose(next -> next == null ? CompletableFuture.completedFuture(null) : call(next, room, hold));
   }
 
   /** One call and the move it leads to; the run of the next call, or null when the run now waits or ended. */
-  protected abstract CompletableFuture<Run> callOnce(Run calling, CallMemory.Reservation room);
+  protected abstract CompletableFuture<Run> callOnce(Run calling, CallMemory.Reservation room, Leases.Hold hold);
+
+  /** The run as saved for its next call: leased to this instance for a lease (renewed while it is held). */
+  protected final Run leased(RunMachine m) {
+    return m.toRun(leases.instanceId(), leases.until(m.now()));
+  }
 
   /**
    * From now on, a run whose call has been answered is saved without starting its next call: the
@@ -55,16 +61,22 @@ abstract class CallingRunner<M extends RunMachine> implements RunAdvancer {
   }
 
   /**
-   * Saves {@code next}, the run after {@code m}'s moves, if the run is still as it was read; false
-   * when a caller's move (cancel, approve) came first, and the run is left as that move made it.
+   * Saves {@code next}, the run after {@code m}'s moves, if this instance still holds the run: it
+   * has not given it up ({@code hold}: after a stall past its lease it gives up everything), the
+   * run is still leased to it in the database (an instance that took the run over leased it anew:
+   * a paused process waking commits nothing of it) and still at the version it was read at. False
+   * otherwise: a caller's move (cancel, approve) came first and the run is left as that move made
+   * it, or the run was lost and the answer is dropped (the instance that took the run over makes
+   * the call again, with the same Idempotency-Key).
    */
-  protected final boolean save(Run next, M m) {
+  protected final boolean save(Run next, M m, Leases.Hold hold) {
     boolean saved = committer.commit(next.workspaceId(), tx -> {
       saveAlso(tx, m);
-      return m.saveIn(tx, next);
+      return leases.holds(hold) && m.saveHeldIn(tx, next, hold.owner());
     });
     if (!saved) {
-      LOG.info("run {} changed while its call was out; leaving it as it is now", next.id());
+      LOG.info("run {} changed while its call was out, or this instance's lease on it lapsed; leaving it as it "
+          + "is now", next.id());
     }
     return saved;
   }

@@ -1,11 +1,11 @@
 package dev.runway.engine;
 
 import dev.runway.core.FairShares;
-import dev.runway.core.Ids;
 import dev.runway.core.Time;
 import dev.runway.db.GroupCommitter;
 import dev.runway.db.Slice;
 import dev.runway.db.Tx;
+import dev.runway.instance.Leases;
 import dev.runway.outbound.OutboundHttp;
 import dev.runway.run.Run;
 import dev.runway.run.RunDao;
@@ -34,8 +34,10 @@ import org.slf4j.LoggerFactory;
 /**
  * Runs workflow steps. Its state lives in the database: a dispatcher claims due runs with a lease
  * (a conditional UPDATE, so several instances on one database never take the same run), and their
- * calls go out without holding a thread; what comes back is taken up by a few worker threads. A
- * crashed instance's leases run out and other instances take over.
+ * calls go out without holding a thread; what comes back is taken up by a few worker threads. The
+ * lease is this instance's ({@link Leases}): renewed by its heartbeat while the call is out, however
+ * long; a crashed instance's leases lapse (or are handed back at once when its liveness lock shows
+ * it gone) and other instances take over.
  *
  * <p>Calls in flight are bounded per instance ({@code engine.max_calls_in_flight}) and per workspace
  * ({@code engine.max_calls_in_flight_per_workspace}): a workspace whose tools hang holds at most its
@@ -60,7 +62,12 @@ public final class Engine implements AutoCloseable {
   private final GroupCommitter committer;
   private final EngineSettings settings;
   private final OutboundHttp outbound;
-  private final String owner = Ids.newId("eng");
+  private final Leases leases;
+  private final String owner;
+  /** The runs this engine holds (their calls out), to give up at its stop. */
+  private final Set<Leases.Hold> held = ConcurrentHashMap.newKeySet();
+  private final Set<String> heldRuns = ConcurrentHashMap.newKeySet();
+  private final List<AutoCloseable> closeAfter = new java.util.concurrent.CopyOnWriteArrayList<>();
   private final StepRunner steps;
   private final AgentRunner agents;
   private final ModelClient model;
@@ -73,8 +80,10 @@ public final class Engine implements AutoCloseable {
   private volatile boolean running = true;
 
   private Engine(Jdbi jdbi, GroupCommitter committer, EngineSettings settings, SecretSource secrets,
-      OutboundHttp outbound, ModelSettings modelSettings) {
+      OutboundHttp outbound, ModelSettings modelSettings, Leases leases) {
     this.jdbi = jdbi;
+    this.leases = leases;
+    this.owner = leases.instanceId();
     this.committer = committer;
     this.settings = settings;
     this.outbound = outbound;
@@ -87,39 +96,38 @@ public final class Engine implements AutoCloseable {
     });
     RunMachines machines = new RunMachines();
     this.steps = new StepRunner(committer, settings,
-        new HttpStepCaller(outbound, secrets, settings.maxResponseBytes()), machines, owner, workers);
+        new HttpStepCaller(outbound, secrets, settings.maxResponseBytes()), machines, leases, workers);
     // One trusted endpoint serves every model call: it is bounded by the calls in flight, not per host.
     this.model = ModelClient.of(modelSettings, settings.maxCallsInFlight(), settings.maxCallsInFlight());
     this.agents = new AgentRunner(jdbi, committer, settings, modelSettings, model,
-        new AgentToolCaller(outbound, secrets, settings.maxResponseBytes()), machines, owner, workers);
+        new AgentToolCaller(outbound, secrets, settings.maxResponseBytes()), machines, leases, workers);
     this.dispatcher = new Thread(this::dispatch, "runway-engine-dispatcher");
     this.dispatcher.setDaemon(true);
   }
 
   /** Starts the engine, calling tools through an outbound client made from the settings. */
   public static Engine start(Jdbi jdbi, GroupCommitter committer, EngineSettings settings, ModelSettings model,
-      SecretSource secrets, boolean singleProcess) {
-    return start(jdbi, committer, settings, model, secrets, settings.outbound(null), singleProcess);
+      SecretSource secrets, Leases leases) {
+    return start(jdbi, committer, settings, model, secrets, settings.outbound(null), leases);
   }
 
   /**
-   * Starts the engine; it closes {@code outbound} when it closes. {@code singleProcess} (H2) means
-   * no other instance shares the database, so leases left by a crash of this one are dropped at once
-   * instead of waiting for them to run out.
+   * Starts the engine; it closes {@code outbound} when it closes. Its leases are this instance's
+   * {@code leases}, renewed by the instance's heartbeat.
    */
   public static Engine start(Jdbi jdbi, GroupCommitter committer, EngineSettings settings, ModelSettings model,
-      SecretSource secrets, OutboundHttp outbound, boolean singleProcess) {
-    Engine engine = new Engine(jdbi, committer, settings, secrets, outbound, model);
-    if (singleProcess) {
-      int released = jdbi.withExtension(RunDao.class, RunDao::releaseAllLeases);
-      if (released > 0) {
-        LOG.info("took back {} runs claimed before the last stop", released);
-      }
-    }
+      SecretSource secrets, OutboundHttp outbound, Leases leases) {
+    Engine engine = new Engine(jdbi, committer, settings, secrets, outbound, model, leases);
     engine.dispatcher.start();
     LOG.info("engine {} started: {} calls in flight at most, {} per workspace", engine.owner,
         settings.maxCallsInFlight(), settings.maxCallsInFlightPerWorkspace());
     return engine;
+  }
+
+  /** Closes {@code other} after this engine (an embedding program's heartbeat, say); returns this engine. */
+  public Engine closing(AutoCloseable other) {
+    closeAfter.add(other);
+    return this;
   }
 
   /** Tells the engine a run is due now, so it looks before the next poll. */
@@ -130,7 +138,8 @@ public final class Engine implements AutoCloseable {
   private void dispatch() {
     while (running) {
       try {
-        if (!claimAndSubmit()) {
+        // Not live (no beat recorded lately): its leases may lapse under it, so it takes nothing new.
+        if (!leases.live() || !claimAndSubmit()) {
           wakeUp.tryAcquire(settings.pollInterval().toMillis(), TimeUnit.MILLISECONDS);
           wakeUp.drainPermits();
         }
@@ -175,10 +184,14 @@ public final class Engine implements AutoCloseable {
     }
     List<Claim> claims = new ArrayList<>();
     List<CallMemory.Reservation> rooms = new ArrayList<>();
+    List<String> lapsedOwners = new ArrayList<>();
     Map<String, Integer> takenNow = new HashMap<>();
     int callsLeft = free;
     int holders = holding.size();
     for (Run run : due) {
+      if (heldRuns.contains(run.id())) {
+        continue; // its lease lapsed (a stall) but its call is still out here: no second call beside it
+      }
       Claim claim = claim(run, now);
       CallMemory.Reservation room = null;
       if (claim.call()) {
@@ -199,6 +212,8 @@ public final class Engine implements AutoCloseable {
       }
       claims.add(claim);
       rooms.add(room);
+      // Held by another instance whose lease lapsed (it stopped beating: dead or paused), or by none.
+      lapsedOwners.add(run.leaseOwner() != null && !run.leaseOwner().equals(owner) ? run.leaseOwner() : null);
     }
     List<CompletableFuture<Boolean>> saves = new ArrayList<>();
     for (Claim claim : claims) {
@@ -206,6 +221,11 @@ public final class Engine implements AutoCloseable {
     }
     for (int i = 0; i < claims.size(); i++) {
       boolean won = won(saves.get(i), claims.get(i));
+      if (won && lapsedOwners.get(i) != null) {
+        LOG.info("run {}: the lease of instance {} lapsed; took the run over", claims.get(i).save().id(),
+            lapsedOwners.get(i));
+        leases.tookOver(Leases.RUNS, 1);
+      }
       if (won && claims.get(i).call()) {
         startCall(claims.get(i).save(), rooms.get(i));
       } else if (rooms.get(i) != null) {
@@ -251,10 +271,16 @@ public final class Engine implements AutoCloseable {
   private void startCall(Run run, CallMemory.Reservation room) {
     calls.incrementAndGet();
     callsByWorkspace.merge(run.workspaceId(), 1, Integer::sum);
-    runnerOf(run).call(run, room).whenComplete((done, failure) -> {
+    Leases.Hold hold = leases.hold(Leases.RUNS, run.id(), owner);
+    held.add(hold);
+    heldRuns.add(run.id());
+    runnerOf(run).call(run, room, hold).whenComplete((done, failure) -> {
       room.release();
+      leases.release(hold);
+      held.remove(hold);
+      heldRuns.remove(run.id());
       if (failure != null) {
-        // The lease runs out and the run is taken up again then.
+        // No longer renewed, the lease lapses and the run is taken up again then.
         LOG.warn("engine failed on run {}: {}", run.id(), failure.toString());
       }
       callsByWorkspace.computeIfPresent(run.workspaceId(), (ws, n) -> n <= 1 ? null : n - 1);
@@ -294,8 +320,10 @@ public final class Engine implements AutoCloseable {
   }
 
   /**
-   * Stops claiming, lets the calls in flight finish for a while (their answers are saved), then
-   * stops. Calls still open then fail; their runs are taken up again after their leases run out.
+   * Stops claiming, lets the calls in flight finish for up to shutdown.grace_seconds (their answers
+   * are saved), then stops. The runs of calls still open then are no longer held: the instance's
+   * heartbeat hands them back as it stops (or their leases lapse), and another instance makes those
+   * calls again.
    */
   @Override
   public void close() {
@@ -306,12 +334,16 @@ public final class Engine implements AutoCloseable {
     try {
       // The dispatcher first: once it has stopped, no call starts any more.
       dispatcher.join(5_000);
-      long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+      long deadline = System.nanoTime() + settings.shutdownGrace().toNanos();
       while (calls.get() > 0 && System.nanoTime() < deadline) {
         Thread.sleep(10);
       }
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
+    }
+    if (!held.isEmpty()) {
+      LOG.info("engine stops with {} calls still out; their runs are given back", held.size());
+      held.forEach(leases::release);
     }
     outbound.close();
     model.close();
@@ -323,6 +355,13 @@ public final class Engine implements AutoCloseable {
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
       workers.shutdownNow();
+    }
+    for (AutoCloseable other : closeAfter) {
+      try {
+        other.close();
+      } catch (Exception e) {
+        LOG.warn("could not close {}: {}", other, e.getMessage());
+      }
     }
   }
 }

@@ -18,7 +18,8 @@ public record EngineSettings(
     int maxCallsPerHost,
     long maxCallBytesInFlight,
     boolean allowPrivateNetworks,
-    int maxResponseBytes) {
+    int maxResponseBytes,
+    Duration shutdownGrace) {
 
   public static EngineSettings from(Settings s) {
     return new EngineSettings(
@@ -33,7 +34,8 @@ public record EngineSettings(
         s.integer("engine.http.max_calls_per_host", 1, 1_000_000),
         s.integer("engine.max_call_bytes_in_flight", 1_048_576, Integer.MAX_VALUE),
         s.bool("engine.http.allow_private_networks"),
-        s.integer("engine.http.max_response_bytes", 1024, 16 * 1024 * 1024));
+        s.integer("engine.http.max_response_bytes", 1024, 16 * 1024 * 1024),
+        Duration.ofSeconds(s.integer("shutdown.grace_seconds", 0, 3600)));
   }
 
   /** The memory one workspace's calls may hold: its share of the calls, of the memory too. */

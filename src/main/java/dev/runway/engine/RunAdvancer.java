@@ -1,5 +1,6 @@
 package dev.runway.engine;
 
+import dev.runway.instance.Leases;
 import dev.runway.run.Run;
 import java.time.Instant;
 import java.util.concurrent.CompletableFuture;
@@ -13,10 +14,11 @@ interface RunAdvancer {
   Engine.Claim claim(Run run, Instant now);
 
   /**
-   * Makes the call of a run saved by a claim, and every call after it, until the run waits or ends.
-   * Completes then; fails only if a save failed (the lease runs out and the run is taken up again).
+   * Makes the call of a run saved by a claim, and every call after it, until the run waits or ends,
+   * each move saved only while this instance still holds the run ({@code hold}). Completes then;
+   * fails only if a save failed (the lease is no longer renewed, and the run is taken up again).
    */
-  CompletableFuture<Void> call(Run calling, CallMemory.Reservation room);
+  CompletableFuture<Void> call(Run calling, CallMemory.Reservation room, Leases.Hold hold);
 
   /** The memory a call of the run (as saved for the call) holds: its documents, its request, room for its answer. */
   long weight(Run run);

@@ -6,6 +6,7 @@ import dev.runway.core.Backoff;
 import dev.runway.core.Json;
 import dev.runway.core.Time;
 import dev.runway.db.GroupCommitter;
+import dev.runway.instance.Leases;
 import dev.runway.run.Run;
 import dev.runway.run.RunMachines;
 import dev.runway.run.WorkflowRunMachine;
@@ -34,8 +35,8 @@ final class StepRunner extends CallingRunner<WorkflowRunMachine> {
   private final RunMachines machines;
 
   StepRunner(GroupCommitter committer, EngineSettings settings, HttpStepCaller caller, RunMachines machines,
-      String owner, Executor executor) {
-    super(committer, settings, owner, executor);
+      Leases leases, Executor executor) {
+    super(committer, settings, leases, executor);
     this.caller = caller;
     this.machines = machines;
   }
@@ -57,12 +58,11 @@ final class StepRunner extends CallingRunner<WorkflowRunMachine> {
 
   /**
    * The run as saved when this instance takes it for an http call: the attempt recorded as started
-   * (it counts from now on, whatever becomes of the call), and a lease for the call's length.
+   * (it counts from now on, whatever becomes of the call), and this instance's lease.
    */
   Run leaseForCall(WorkflowRunMachine m) {
-    Step.Http step = (Step.Http) m.definition().get(m.currentStep());
     m.startAttempt();
-    return m.toRun(owner, m.now().plusMillis(step.timeoutMs()).plus(settings.lease()));
+    return leased(m);
   }
 
   /**
@@ -71,13 +71,13 @@ final class StepRunner extends CallingRunner<WorkflowRunMachine> {
    * and the run is taken up again).
    */
   @Override
-  protected CompletableFuture<Run> callOnce(Run calling, CallMemory.Reservation room) {
+  protected CompletableFuture<Run> callOnce(Run calling, CallMemory.Reservation room, Leases.Hold hold) {
     WorkflowRunMachine before = machines.workflow(calling, calling.updatedAt());
     int index = before.currentStep();
     Step.Http step = (Step.Http) before.definition().get(index);
     ObjectNode body = callBody(calling, index, before.currentAttempt(), before);
     return caller.call(calling.workspaceId(), step, body, calling.id() + ":" + index)
-        .thenApplyAsync(outcome -> settle(calling, outcome, room), executor);
+        .thenApplyAsync(outcome -> settle(calling, outcome, room, hold), executor);
   }
 
   @Override
@@ -85,7 +85,7 @@ final class StepRunner extends CallingRunner<WorkflowRunMachine> {
     return CallMemory.weight(run, settings.maxResponseBytes());
   }
 
-  private Run settle(Run calling, HttpStepCaller.Outcome outcome, CallMemory.Reservation room) {
+  private Run settle(Run calling, HttpStepCaller.Outcome outcome, CallMemory.Reservation room, Leases.Hold hold) {
     WorkflowRunMachine m = moveOn(calling, outcome);
     boolean callAgain = planInstantMoves(m) && !stopping() && hasRoom(m, room);
     Run next = callAgain ? leaseForCall(m) : m.toRun(null, null);
@@ -96,7 +96,7 @@ final class StepRunner extends CallingRunner<WorkflowRunMachine> {
       callAgain = planInstantMoves(m) && !stopping() && hasRoom(m, room);
       next = callAgain ? leaseForCall(m) : m.toRun(null, null);
     }
-    return save(next, m) && callAgain ? next : null;
+    return save(next, m, hold) && callAgain ? next : null;
   }
 
   /**

@@ -8,6 +8,7 @@ import io.javalin.http.Context;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
 import org.jdbi.v3.core.Jdbi;
 
@@ -26,9 +27,11 @@ public final class InstanceRoutes {
 
   public void list(Context ctx) {
     int limit = QueryParams.of(ctx, PARAMS).integer("limit", 100, 1, 1000);
-    List<Instance> rows = jdbi.withExtension(InstanceDao.class, dao -> dao.newest(limit + 1));
     Instant now = Time.now();
-    List<InstanceView> views = rows.stream().limit(limit).map(i -> InstanceView.of(i, now, interval)).toList();
+    List<Instance> rows = jdbi.withExtension(InstanceDao.class, dao -> dao.newest(limit + 1));
+    Map<String, Map<String, Integer>> held = jdbi.withExtension(InstanceDao.class, dao -> dao.held(now));
+    List<InstanceView> views = rows.stream().limit(limit)
+        .map(i -> InstanceView.of(i, now, interval, held.getOrDefault(i.id(), Map.of()))).toList();
     Responses.json(ctx, 200, new Page<>(views, rows.size() > limit, null));
   }
 }

@@ -2,8 +2,11 @@ package dev.runway.metrics;
 
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.DistributionSummary;
+import io.micrometer.core.instrument.FunctionCounter;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.MultiGauge;
+import io.micrometer.core.instrument.Tags;
 import io.micrometer.core.instrument.Timer;
 import io.micrometer.core.instrument.binder.jvm.JvmGcMetrics;
 import io.micrometer.core.instrument.binder.jvm.JvmMemoryMetrics;
@@ -21,6 +24,8 @@ import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Supplier;
+import java.util.function.ToDoubleFunction;
+import org.slf4j.LoggerFactory;
 
 /**
  * Runway's metrics, served at GET /metrics in Prometheus's text format: one method per thing
@@ -55,6 +60,9 @@ public final class Metrics implements AutoCloseable {
   private final Map<String, Counter> crmRecords = new ConcurrentHashMap<>();
   private final Map<String, Counter> webhookDeliveries = new ConcurrentHashMap<>();
   private final Map<String, Timer> webhookAttempts = new ConcurrentHashMap<>();
+
+  /** Series read at each scrape (the instances: from the database). */
+  private final List<Runnable> beforeScrape = new java.util.concurrent.CopyOnWriteArrayList<>();
 
   private record RequestKey(String route, String method, int status) {}
 
@@ -189,6 +197,43 @@ public final class Metrics implements AutoCloseable {
     gauge("runway.engine.call.bytes.in.flight", "Memory the calls in flight hold, as reserved", callBytes);
   }
 
+  // ---- instances ----
+
+  /** The instances sharing the database, as read at a scrape. */
+  public record Cluster(Map<String, Integer> instancesByState, Map<String, Double> heartbeatAgeSeconds,
+      Map<String, Map<String, Integer>> workHeld) {}
+
+  /**
+   * The instances, read from the database at each scrape ({@code cluster}): how many in each state,
+   * each live one's heartbeat age and the work it holds by kind; and the work this instance took
+   * over from others, by kind ({@code takeovers}).
+   */
+  public void watchInstances(Supplier<Cluster> cluster, List<String> kinds, ToDoubleFunction<String> takeovers) {
+    MultiGauge states = MultiGauge.builder("runway.instances")
+        .description("Instances registered on the database, by state (running, stopping, stopped, silent)")
+        .register(registry);
+    MultiGauge ages = MultiGauge.builder("runway.instance.heartbeat.age")
+        .description("Seconds since each instance not stopped last beat").baseUnit("seconds").register(registry);
+    MultiGauge held = MultiGauge.builder("runway.instance.work.held")
+        .description("Work each instance holds under a live lease, by kind (runs, webhook_deliveries, run_requests)")
+        .register(registry);
+    for (String kind : kinds) {
+      FunctionCounter.builder("runway.takeovers", takeovers, t -> t.applyAsDouble(kind))
+          .description("Work this instance took over from instances that died, paused or lost their leases, by kind")
+          .tag("kind", kind).register(registry);
+    }
+    beforeScrape.add(() -> {
+      Cluster now = cluster.get();
+      states.register(now.instancesByState().entrySet().stream()
+          .map(e -> MultiGauge.Row.of(Tags.of("state", e.getKey()), e.getValue())).toList(), true);
+      ages.register(now.heartbeatAgeSeconds().entrySet().stream()
+          .map(e -> MultiGauge.Row.of(Tags.of("instance", e.getKey()), e.getValue())).toList(), true);
+      held.register(now.workHeld().entrySet().stream().flatMap(i -> i.getValue().entrySet().stream()
+          .map(k -> MultiGauge.Row.of(Tags.of("instance", i.getKey(), "kind", k.getKey()), k.getValue())))
+          .toList(), true);
+    });
+  }
+
   // ---- webhooks ----
 
   /**
@@ -248,6 +293,14 @@ public final class Metrics implements AutoCloseable {
   public String scrape(String contentType) {
     if (prometheus == null) {
       throw new IllegalStateException("metrics are off");
+    }
+    for (Runnable refresh : beforeScrape) {
+      try {
+        refresh.run();
+      } catch (RuntimeException e) {
+        // The database away: these series keep their last values, and the scrape still answers.
+        LoggerFactory.getLogger(Metrics.class).warn("metrics: could not read the instances ({})", e.getMessage());
+      }
     }
     return prometheus.scrape(contentType);
   }

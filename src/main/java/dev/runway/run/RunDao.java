@@ -74,6 +74,17 @@ public interface RunDao {
   int saveProgress(@BindMethods Run run);
 
   /**
+   * Like {@link #saveProgress}, for a move that rests on a lease: only while the run is still
+   * leased to {@code heldBy}. An instance that takes a run over writes its own lease (and the next
+   * version) in its claim, so of a holder that lost the run and the one that took it, one saves.
+   */
+  @SqlUpdate("UPDATE run SET status = :r.status, approval = :r.approval, error = :r.error, steps = :r.steps, "
+      + "current_step = :r.currentStep, due_at = :r.dueAt, finished_at = :r.finishedAt, updated_at = :r.updatedAt, "
+      + "lease_owner = :r.leaseOwner, lease_until = :r.leaseUntil, version = :r.version "
+      + "WHERE id = :r.id AND version = :r.version - 1 AND finished_at IS NULL AND lease_owner = :heldBy")
+  int saveHeldProgress(@BindMethods("r") Run run, String heldBy);
+
+  /**
    * Runs the engine should look at now and that no live lease holds, longest due first. The lower
    * bound on due_at matters: H2 keeps the ended runs' NULLs at the start of the due_at index, and
    * without it would walk all of them on every poll.
@@ -112,14 +123,6 @@ public interface RunDao {
   default List<Run> dueRuns(java.time.Instant now, java.util.Collection<String> except, int limit) {
     return except.isEmpty() ? dueRuns(now, limit) : dueRunsOutside(now, except, limit);
   }
-
-  /**
-   * Drops every lease: only for a single-process database (H2), at start, after a crash. Leased
-   * runs are always due, so the due_at index finds them without reading ended runs.
-   */
-  @SqlUpdate("UPDATE run SET lease_owner = NULL, lease_until = NULL WHERE due_at >= " + DUE_SINCE
-      + " AND lease_owner IS NOT NULL")
-  int releaseAllLeases();
 
   /** The run, if the workspace has it: plain JDBC, as GET /v1/runs/{id} is among the most frequent requests. */
   static Optional<Run> find(Handle h, String workspaceId, String id) {

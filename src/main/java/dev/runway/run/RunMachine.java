@@ -77,7 +77,16 @@ public abstract class RunMachine {
    * is still the version this machine read; false when it is not (someone else moved it first).
    */
   public boolean saveIn(Tx tx, Run next) {
-    if (tx.dao(RunDao.class).saveProgress(next) != 1) {
+    return saveIn(tx, next, tx.dao(RunDao.class).saveProgress(next));
+  }
+
+  /** Like {@link #saveIn(Tx, Run)}, for moves made on a lease: only while the run is leased to {@code heldBy}. */
+  public boolean saveHeldIn(Tx tx, Run next, String heldBy) {
+    return saveIn(tx, next, tx.dao(RunDao.class).saveHeldProgress(next, heldBy));
+  }
+
+  private boolean saveIn(Tx tx, Run next, int saved) {
+    if (saved != 1) {
       return false;
     }
     RunEvents.store(tx, next, events);

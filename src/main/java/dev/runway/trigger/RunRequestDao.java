@@ -62,9 +62,6 @@ public interface RunRequestDao {
   @SqlUpdate("DELETE FROM run_request WHERE id = :id AND lease_owner = :owner AND done = :was")
   int finish(String id, String owner, int was);
 
-  /** Drops every lease (a single-process database at start: no other processor can hold one). */
-  @SqlUpdate("UPDATE run_request SET lease_owner = NULL, lease_until = NULL WHERE lease_owner IS NOT NULL")
-  int releaseAll();
 
   @SqlQuery("SELECT COUNT(*) FROM run_request WHERE workspace_id = :ws")
   int countQueued(String ws);

@@ -6,6 +6,7 @@ import dev.runway.core.Json;
 import dev.runway.core.Time;
 import dev.runway.db.GroupCommitter;
 import dev.runway.db.Tx;
+import dev.runway.instance.Leases;
 import dev.runway.run.RunStarts;
 import dev.runway.workflow.Workflow;
 import dev.runway.workflow.WorkflowDao;
@@ -44,37 +45,34 @@ public final class TriggerProcessor implements AutoCloseable {
   private final GroupCommitter committer;
   private final RunStarts runs;
   private final Duration pollInterval;
+  private final Leases leases;
   private final Duration lease;
-  private final String owner = Ids.newId("trg");
+  private final String owner;
   private final Semaphore wakeUp = new Semaphore(0);
   private final Thread thread;
   private volatile boolean running = true;
 
   private TriggerProcessor(Jdbi jdbi, GroupCommitter committer, RunStarts runs, Duration pollInterval,
-      Duration lease) {
+      Leases leases) {
     this.jdbi = jdbi;
     this.committer = committer;
     this.runs = runs;
     this.pollInterval = pollInterval;
-    this.lease = lease;
+    this.leases = leases;
+    this.lease = leases.lease();
+    this.owner = leases.instanceId();
     this.thread = new Thread(this::loop, "runway-triggers");
     thread.setDaemon(true);
   }
 
   /**
    * Starts processing; it looks for requests every {@code pollInterval} and when woken. A request
-   * it claims is its own for {@code lease} after each commit on it. {@code singleProcess} (H2): no
-   * other instance shares the database, so leases left by a crash are dropped at once.
+   * it claims is this instance's ({@code leases}) for a lease after each commit on it, and it takes
+   * and commits nothing while the instance is not live.
    */
   public static TriggerProcessor start(Jdbi jdbi, GroupCommitter committer, RunStarts runs, Duration pollInterval,
-      Duration lease, boolean singleProcess) {
-    TriggerProcessor processor = new TriggerProcessor(jdbi, committer, runs, pollInterval, lease);
-    if (singleProcess) {
-      int released = jdbi.withExtension(RunRequestDao.class, RunRequestDao::releaseAll);
-      if (released > 0) {
-        LOG.info("took back {} triggered run requests claimed before the last stop", released);
-      }
-    }
+      Leases leases) {
+    TriggerProcessor processor = new TriggerProcessor(jdbi, committer, runs, pollInterval, leases);
     processor.thread.start();
     return processor;
   }
@@ -127,6 +125,9 @@ public final class TriggerProcessor implements AutoCloseable {
 
   /** One commit of runs for the workspace's oldest requests this processor holds or can claim. */
   private boolean turn(String ws) {
+    if (!leases.live()) {
+      return false; // no beat recorded lately: its leases may lapse under it
+    }
     Instant now = Time.now();
     List<RunRequest> held = jdbi.withExtension(RunRequestDao.class, dao -> dao.held(ws, owner, now, CLAIM));
     if (held.isEmpty()) {
@@ -156,6 +157,9 @@ public final class TriggerProcessor implements AutoCloseable {
    * some run has work due now.
    */
   private boolean makeRuns(Tx tx, String ws, List<RunRequest> requests) {
+    if (!leases.live()) {
+      throw new LostRequest(requests.get(0).id()); // its leases may have lapsed: nothing commits
+    }
     RunRequestDao dao = tx.dao(RunRequestDao.class);
     Map<String, Optional<Workflow>> workflows = new HashMap<>();
     Instant until = Time.now().plus(lease);
@@ -203,7 +207,7 @@ public final class TriggerProcessor implements AutoCloseable {
     }
   }
 
-  /** Stops after the commit under way; requests it held are taken up again when their leases run out. */
+  /** Stops after the commit under way; the requests it held are handed back with the instance's other work. */
   @Override
   public void close() {
     running = false;

@@ -2,6 +2,7 @@ package dev.runway.webhook;
 
 import dev.runway.db.OverloadedException;
 import dev.runway.db.Tx;
+import dev.runway.instance.Leases;
 import dev.runway.outbound.OutboundHttp;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
@@ -48,6 +49,7 @@ final class DeliveryOutcomes {
   private final WebhookService service;
   private final Duration disableAfter;
   private final RetrySchedule schedule;
+  private final Leases leases;
   private final IntConsumer released;
   /** Outcomes not yet handed to the group commit, in the order their attempts ended. */
   private final Queue<Outcome> waiting = new ConcurrentLinkedQueue<>();
@@ -59,8 +61,9 @@ final class DeliveryOutcomes {
    * {@code released}: told how many outcomes were recorded or given up on, whose places the
    * instance has again (given up on, their leases expire and the deliveries are attempted again).
    */
-  DeliveryOutcomes(WebhookService service, RetrySchedule schedule, IntConsumer released) {
+  DeliveryOutcomes(WebhookService service, RetrySchedule schedule, Leases leases, IntConsumer released) {
     this.service = service;
+    this.leases = leases;
     this.disableAfter = service.settings().disableAfter();
     this.schedule = schedule;
     this.released = released;
@@ -138,23 +141,36 @@ final class DeliveryOutcomes {
               LOG.warn("could not record the attempts of {} webhook deliveries: {}", theirs.size(),
                   failed.getMessage());
             }
-            released.accept(theirs.size());
+            let(theirs);
           });
         } catch (OverloadedException overloaded) {
-          released.accept(theirs.size()); // the leases expire and the deliveries are attempted again
+          let(theirs); // their leases lapse and the deliveries are attempted again
         }
       }
     }
   }
 
+  /** Recorded or given up on: no longer held, and their places free again. */
+  private void let(List<Outcome> theirs) {
+    theirs.forEach(o -> leases.release(Leases.DELIVERIES, o.c().id(), o.token()));
+    released.accept(theirs.size());
+  }
+
   /**
    * Records outcomes in the order their attempts ended: a run of plain successes in one batch
    * (DispatchQueries.recordSuccesses), anything else (a failure, a 410, a delivery of a disabled
-   * endpoint) on its own, after the successes before it.
+   * endpoint) on its own, after the successes before it. An outcome of a delivery this instance
+   * gave up (its heartbeat stalled past a lease) is not recorded, nor one another instance took over
+   * (the statements check the lease's owner): that instance records its own attempt.
    */
   private void record(Tx tx, List<Outcome> batch) {
     List<Outcome> successes = new ArrayList<>();
     for (Outcome o : batch) {
+      if (!leases.holds(Leases.DELIVERIES, o.c().id(), o.token())) {
+        LOG.warn("webhook delivery {}: this instance gave it up after its heartbeat stalled; its attempt is not recorded",
+            o.c().id());
+        continue;
+      }
       if (o.plainSuccess()) {
         successes.add(o);
         continue;

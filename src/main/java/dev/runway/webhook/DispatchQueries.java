@@ -29,7 +29,8 @@ final class DispatchQueries {
   static final String DUE_SINCE = "TIMESTAMP WITH TIME ZONE '1970-01-01 00:00:00+00'";
 
   /** A due delivery, its endpoint and workspace. */
-  record Due(String id, String endpointId, String workspaceId) {}
+  /** A due delivery; {@code lapsedOwner}: the owner of a lease that lapsed on it, or null. */
+  record Due(String id, String endpointId, String workspaceId, String lapsedOwner) {}
 
   /** A delivery leased for an attempt, with what to send. */
   record Claimed(String id, String workspaceId, String endpointId, String eventId, int attempts, Instant giveUpAt,
@@ -51,7 +52,8 @@ final class DispatchQueries {
    */
   static List<Due> due(Connection c, Instant now, Collection<String> except, Collection<String> exceptWorkspaces,
       int limit) {
-    String sql = "SELECT id, endpoint_id, workspace_id FROM webhook_delivery WHERE next_attempt_at >= " + DUE_SINCE
+    String sql = "SELECT id, endpoint_id, workspace_id, lease_owner FROM webhook_delivery WHERE next_attempt_at >= "
+        + DUE_SINCE
         + " AND next_attempt_at <= ? AND (lease_until IS NULL OR lease_until < ?)"
         + (except.isEmpty() ? "" : " AND endpoint_id NOT IN (" + marks(except.size()) + ")")
         + (exceptWorkspaces.isEmpty() ? "" : " AND workspace_id NOT IN (" + marks(exceptWorkspaces.size()) + ")")
@@ -70,7 +72,7 @@ final class DispatchQueries {
       List<Due> out = new ArrayList<>();
       try (ResultSet rs = ps.executeQuery()) {
         while (rs.next()) {
-          out.add(new Due(rs.getString(1), rs.getString(2), rs.getString(3)));
+          out.add(new Due(rs.getString(1), rs.getString(2), rs.getString(3), rs.getString(4)));
         }
       }
       return out;

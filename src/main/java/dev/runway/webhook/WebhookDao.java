@@ -78,7 +78,7 @@ public interface WebhookDao {
   @SqlQuery("SELECT payload FROM webhook_message WHERE id = :id")
   Optional<String> payload(String id);
 
-  /** Records an attempt's outcome, if this instance still holds the delivery. */
+  /** Records an attempt's outcome, if the delivery is still leased to {@code owner} (a claim's round of this instance). */
   @SqlUpdate("UPDATE webhook_delivery SET status = :status, attempts = :attempts, next_attempt_at = :next, "
       + "lease_owner = NULL, lease_until = NULL, last_response_status = :responseStatus, last_error = :error, "
       + "updated_at = :now WHERE id = :id AND lease_owner = :owner")
@@ -108,9 +108,6 @@ public interface WebhookDao {
       + "AND (lease_until IS NULL OR lease_until < :now)")
   int failPending(String endpoint, String why, Instant now);
 
-  /** Drops every lease: only for a single-process database (H2), at start, after a crash. */
-  @SqlUpdate("UPDATE webhook_delivery SET lease_owner = NULL, lease_until = NULL WHERE lease_owner IS NOT NULL")
-  int releaseAllLeases();
 
   // ---- pruning ----
 

@@ -2,6 +2,7 @@ package dev.runway.webhook;
 
 import dev.runway.core.FairShares;
 import dev.runway.core.Time;
+import dev.runway.instance.Leases;
 import dev.runway.outbound.OutboundHttp;
 import java.net.URI;
 import java.nio.charset.StandardCharsets;
@@ -15,7 +16,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.Queue;
 import java.util.Set;
-import java.util.UUID;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -58,7 +58,9 @@ public final class WebhookDispatcher implements AutoCloseable, WebhookOutbox.Han
   private final WebhookService service;
   private final WebhookSettings settings;
   private final OutboundHttp outbound;
-  private final String owner = "webhooks-" + UUID.randomUUID();
+  private final Leases leases;
+  /** This instance's id: a delivery's lease owner is it, a colon and the claim's round. */
+  private final String owner;
   private final boolean singleProcess;
   private final AtomicLong rounds = new AtomicLong();
   /** Deliveries claimed and not yet recorded (sent, waiting to be sent, or their outcome waiting to be recorded). */
@@ -85,7 +87,7 @@ public final class WebhookDispatcher implements AutoCloseable, WebhookOutbox.Han
   /** How many of them: they count against the bounds before they are taken up. */
   private final AtomicInteger handedCount = new AtomicInteger();
   /** The lease owner of deliveries stored leased to this dispatcher. */
-  private final String handedToken = owner + ":h";
+  private final String handedToken;
   private final Thread thread;
   private final Runnable stopListening;
   private final Object signal = new Object();
@@ -107,12 +109,15 @@ public final class WebhookDispatcher implements AutoCloseable, WebhookOutbox.Han
   private long lastLook = System.nanoTime();
   private volatile boolean closing;
 
-  private WebhookDispatcher(WebhookService service, OutboundHttp outbound, boolean singleProcess) {
+  private WebhookDispatcher(WebhookService service, OutboundHttp outbound, boolean singleProcess, Leases leases) {
     this.service = service;
+    this.leases = leases;
+    this.owner = leases.instanceId();
+    this.handedToken = owner + ":h";
     this.singleProcess = singleProcess;
     this.settings = service.settings();
     this.outbound = outbound;
-    this.outcomes = new DeliveryOutcomes(service, new RetrySchedule(settings.retryBase()), this::release);
+    this.outcomes = new DeliveryOutcomes(service, new RetrySchedule(settings.retryBase()), leases, this::release);
     this.secrets = new EndpointSecrets(service::secrets);
     this.stopListening = service.committer().addCommitListener(workspaces -> {
       if (service.outbox().takeStored()) {
@@ -124,20 +129,14 @@ public final class WebhookDispatcher implements AutoCloseable, WebhookOutbox.Han
   }
 
   /**
-   * Starts attempting deliveries. {@code singleProcess} (H2): no other process shares the
-   * database, so leases left by a crash are dropped at once instead of waiting for them to expire.
+   * Starts attempting deliveries under this instance's {@code leases}. {@code singleProcess} (H2):
+   * no other process shares the database, so claims ride on the group commit.
    */
-  public static WebhookDispatcher start(WebhookService service, boolean singleProcess) {
+  public static WebhookDispatcher start(WebhookService service, boolean singleProcess, Leases leases) {
     WebhookSettings s = service.settings();
     OutboundHttp outbound = new OutboundHttp(OutboundHttp.AddressPolicy.publicOnly(s.allowPrivateNetworks()),
         s.maxInFlight(), s.maxInFlight(), null);
-    if (singleProcess) {
-      int released = service.jdbi().withExtension(WebhookDao.class, WebhookDao::releaseAllLeases);
-      if (released > 0) {
-        LOG.info("released {} webhook deliveries leased before the last stop", released);
-      }
-    }
-    WebhookDispatcher dispatcher = new WebhookDispatcher(service, outbound, singleProcess);
+    WebhookDispatcher dispatcher = new WebhookDispatcher(service, outbound, singleProcess, leases);
     dispatcher.thread.start();
     service.outbox().handOffTo(dispatcher);
     return dispatcher;
@@ -211,8 +210,8 @@ public final class WebhookDispatcher implements AutoCloseable, WebhookOutbox.Han
     // Bodies are read with the claim: as many as fit if each were as large as a run event may be.
     int room = (int) Math.min(Math.min(CLAIM_BATCH, settings.maxInFlight() - inFlight.get()),
         Math.max(1, bytesRoom / PAYLOAD_ESTIMATE));
-    if (room <= 0 || bytesRoom <= 0) {
-      return false;
+    if (room <= 0 || bytesRoom <= 0 || !leases.live()) {
+      return false; // not live: no beat recorded lately, and its leases may lapse under it
     }
     int perEndpoint = 2 * settings.maxInFlightPerEndpoint(); // in flight, and as many waiting for a place
     Set<String> full = new HashSet<>();
@@ -244,6 +243,7 @@ public final class WebhookDispatcher implements AutoCloseable, WebhookOutbox.Han
     Map<String, Integer> takenByWorkspace = new HashMap<>();
     int holders = holding.size();
     List<String> ids = new ArrayList<>();
+    Map<String, String> lapsed = new HashMap<>();
     int leftBehind = 0;
     for (DispatchQueries.Due d : due) {
       int used = lane(d.endpointId(), d.workspaceId()).held();
@@ -252,6 +252,9 @@ public final class WebhookDispatcher implements AutoCloseable, WebhookOutbox.Han
       if (used + n <= perEndpoint
           && FairShares.mayTakeAnother(settings.maxInFlight(), holders, ofWorkspace, Integer.MAX_VALUE)) {
         ids.add(d.id());
+        if (d.lapsedOwner() != null && !d.lapsedOwner().startsWith(owner + ":")) {
+          lapsed.put(d.id(), d.lapsedOwner()); // another instance's, whose lease lapsed: dead or paused
+        }
         taken.put(d.endpointId(), n);
         takenByWorkspace.merge(d.workspaceId(), 1, Integer::sum);
         holders += ofWorkspace == 0 ? 1 : 0;
@@ -294,6 +297,11 @@ public final class WebhookDispatcher implements AutoCloseable, WebhookOutbox.Han
       return ours;
     });
     for (DispatchQueries.Claimed c : claimed) {
+      leases.hold(Leases.DELIVERIES, c.id(), token);
+      if (lapsed.containsKey(c.id())) {
+        LOG.info("webhook delivery {}: the lease of {} lapsed; taking the delivery over", c.id(), lapsed.get(c.id()));
+        leases.tookOver(Leases.DELIVERIES, 1);
+      }
       WebhookEndpoint endpoint = endpoints.get(c.endpointId());
       inFlight.incrementAndGet();
       bytesInFlight.addAndGet(c.weight());
@@ -311,11 +319,11 @@ public final class WebhookDispatcher implements AutoCloseable, WebhookOutbox.Han
   }
 
   /**
-   * How long a delivery is leased: it may wait for a place (see Lane) until the attempts in flight
-   * before it have ended, a timeout at most, and then take a timeout itself.
+   * How long a delivery is leased: one lease, renewed by the heartbeat while the delivery waits
+   * for a place (see Lane) and while its attempt is out, however long.
    */
   private Instant leaseUntil(Instant now) {
-    return now.plus(settings.timeout().multipliedBy(2)).plusSeconds(30);
+    return leases.until(now);
   }
 
   /**
@@ -362,7 +370,10 @@ public final class WebhookDispatcher implements AutoCloseable, WebhookOutbox.Han
       }
       return;
     }
-    deliveries.forEach(d -> hold(d.claimed().workspaceId(), 1));
+    deliveries.forEach(d -> {
+      leases.hold(Leases.DELIVERIES, d.claimed().id(), d.owner());
+      hold(d.claimed().workspaceId(), 1);
+    });
     handedCount.addAndGet(deliveries.size());
     bytesInFlight.addAndGet(deliveries.stream().mapToLong(d -> d.claimed().weight()).sum());
     handed.addAll(deliveries);
@@ -518,7 +529,8 @@ public final class WebhookDispatcher implements AutoCloseable, WebhookOutbox.Han
 
   /**
    * Stops claiming; the deliveries still waiting for a place are given back, and attempts in flight
-   * get a few seconds to be recorded (else their leases expire).
+   * get up to shutdown.grace_seconds to be recorded (the rest are handed back with the instance's
+   * other work as it stops).
    */
   @Override
   public void close() {
@@ -532,6 +544,7 @@ public final class WebhookDispatcher implements AutoCloseable, WebhookOutbox.Han
       // rather than when their leases run out.
       Map<String, List<String>> unsent = new HashMap<>();
       lanes.values().forEach(lane -> lane.takeWaiting().forEach(a -> {
+        leases.release(Leases.DELIVERIES, a.c().id(), a.token());
         unsent.computeIfAbsent(a.token(), k -> new ArrayList<>()).add(a.c().id());
         bytesInFlight.addAndGet(-a.c().weight());
       }));
@@ -539,6 +552,7 @@ public final class WebhookDispatcher implements AutoCloseable, WebhookOutbox.Han
       // Handed over and not taken up (not counted in flight): given back with the others.
       int notTaken = 0;
       for (WebhookOutbox.Handed h = handed.poll(); h != null; h = handed.poll()) {
+        leases.release(Leases.DELIVERIES, h.claimed().id(), h.owner());
         unsent.computeIfAbsent(h.owner(), k -> new ArrayList<>()).add(h.claimed().id());
         bytesInFlight.addAndGet(-h.claimed().weight());
         notTaken++;
@@ -552,7 +566,7 @@ public final class WebhookDispatcher implements AutoCloseable, WebhookOutbox.Han
         }
         inFlight.addAndGet(-n);
       }
-      long until = System.nanoTime() + 5_000_000_000L;
+      long until = System.nanoTime() + settings.shutdownGrace().toNanos();
       while (inFlight.get() > 0 && System.nanoTime() < until) {
         outcomes.recordWaiting();
         Thread.sleep(20);

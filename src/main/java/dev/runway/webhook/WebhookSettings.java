@@ -15,7 +15,8 @@ public record WebhookSettings(
     Duration pollInterval,
     Duration retention,
     boolean allowPrivateNetworks,
-    long maxBytesInFlight) {
+    long maxBytesInFlight,
+    Duration shutdownGrace) {
 
   /** Endpoint URLs go through the same private-network guard, and setting, as http steps. */
   public static WebhookSettings from(Settings s) {
@@ -30,6 +31,7 @@ public record WebhookSettings(
         Duration.ofMillis(s.integer("webhooks.poll_interval_ms", 10, 600_000)),
         Duration.ofHours(s.integer("webhooks.retention_hours", 1, 24 * 365)),
         s.bool("engine.http.allow_private_networks"),
-        s.integer("webhooks.max_bytes_in_flight", 65_536, Integer.MAX_VALUE));
+        s.integer("webhooks.max_bytes_in_flight", 65_536, Integer.MAX_VALUE),
+        Duration.ofSeconds(s.integer("shutdown.grace_seconds", 0, 3600)));
   }
 }

@@ -11,14 +11,16 @@ import com.fasterxml.jackson.databind.JsonNode;
 import dev.runway.Runway;
 import dev.runway.auth.Scope;
 import dev.runway.config.Settings;
+import dev.runway.core.Ids;
 import dev.runway.core.Json;
 import dev.runway.db.Database;
-import dev.runway.trigger.RunRequestDao;
-import dev.runway.trigger.TriggerProcessor;
+import dev.runway.instance.Leases;
 import dev.runway.support.Api;
 import dev.runway.support.BothDatabases;
 import dev.runway.support.Http;
 import dev.runway.support.TestDatabase;
+import dev.runway.trigger.RunRequestDao;
+import dev.runway.trigger.TriggerProcessor;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashSet;
@@ -51,8 +53,15 @@ class CrmTriggersTest {
   /** A processor as the engine starts one, polling often (the tests' services wake nothing). */
   static TriggerProcessor processor(Api api) {
     Database db = api.services().database();
-    return TriggerProcessor.start(db.jdbi(), db.committer(), api.services().starts(), Duration.ofMillis(20),
-        Duration.ofSeconds(30), false);
+    return TriggerProcessor.start(db.jdbi(), db.committer(), api.services().starts(), Duration.ofMillis(20), leases());
+  }
+
+  /**
+   * An instance's leases with no heartbeat behind them: of an hour, so that they stay live for the
+   * test (a processor's leases are renewed by its commits, not by the heartbeat).
+   */
+  static Leases leases() {
+    return new Leases(Ids.newId("ins"), Duration.ofHours(1), Duration.ofSeconds(1), System::nanoTime);
   }
 
   /** Waits until the workspace has no queued run requests: the processor has made all its runs. */
@@ -272,7 +281,7 @@ class CrmTriggersTest {
           .bind("until", java.time.Instant.now().plusSeconds(1)).execute());
       Database db = api.services().database();
       try (TriggerProcessor second = TriggerProcessor.start(db.jdbi(), db.committer(), api.services().starts(),
-          Duration.ofMillis(20), Duration.ofSeconds(30), false)) {
+          Duration.ofMillis(20), leases())) {
         settled(api, api.workspace);
       }
       List<String> made = new ArrayList<>(runs(api, "resume-0").stream().map(r -> "resume-0 " + r).toList());

@@ -103,7 +103,7 @@ class InstancesTest {
   }
 
   private static Instance instance(String id, Instant started, Instant beat, Instant stopping, Instant stopped) {
-    return new Instance(id, "runway-test", 4242, "dev", started, beat, stopping, stopped);
+    return new Instance(id, "runway-test", 4242, "dev", started, beat, stopping, stopped, null);
   }
 
 }

@@ -150,6 +150,45 @@ final class RunwayProcess {
     process.waitFor();
   }
 
+  /** kill -STOP: the process is frozen as a long GC pause or a stopped container freezes it (it keeps its connections). */
+  void pause() throws IOException, InterruptedException {
+    signal("-STOP");
+  }
+
+  /** kill -CONT: a paused process goes on where it stopped. */
+  void resume() throws IOException, InterruptedException {
+    signal("-CONT");
+  }
+
+  private void signal(String which) throws IOException, InterruptedException {
+    Process kill = new ProcessBuilder("/bin/kill", which, Long.toString(process.pid())).start();
+    if (!kill.waitFor(10, java.util.concurrent.TimeUnit.SECONDS) || kill.exitValue() != 0) {
+      throw new IllegalStateException("/bin/kill " + which + " " + process.pid() + " failed");
+    }
+  }
+
+  /**
+   * The instant the process is seen to exit (ask before signalling it: the instant is taken when the
+   * JDK reaps it, not when the test next looks).
+   */
+  java.util.concurrent.CompletableFuture<java.time.Instant> exitInstant() {
+    return process.onExit().thenApply(p -> java.time.Instant.now());
+  }
+
+  /** The folder it runs in, with its server.out and server.err. */
+  Path workDir() {
+    return workDir;
+  }
+
+  boolean alive() {
+    return process != null && process.isAlive();
+  }
+
+  /** The exit code of a process that has exited. */
+  int exitCode() {
+    return process.exitValue();
+  }
+
   /** SIGTERM, without waiting. */
   void sigterm() {
     process.destroy();

@@ -130,8 +130,9 @@ public final class Api {
         .with("webhooks.retry_base_ms", "50")
         .with("webhooks.poll_interval_ms", "50")));
     Services own = Services.over(services().database(), server, () -> { });
-    try (dev.runway.webhook.WebhookDispatcher dispatcher =
-             dev.runway.webhook.WebhookDispatcher.start(own.webhooks(), database == TestDatabase.H2)) {
+    try (dev.runway.instance.Heartbeat heartbeat = database.heartbeat(own.database().jdbi(), server.engine().lease());
+         dev.runway.webhook.WebhookDispatcher dispatcher = dev.runway.webhook.WebhookDispatcher.start(own.webhooks(),
+             database == TestDatabase.H2, heartbeat.leases())) {
       JavalinTest.test(RunwayApp.create(own, server), (s, client) -> body.accept(new Http(client, key)));
     }
   }
@@ -143,8 +144,9 @@ public final class Api {
         .with("webhooks.retry_base_ms", "50")
         .with("webhooks.poll_interval_ms", "50")));
     Services own = Services.over(services().database(), server, () -> { });
-    try (dev.runway.webhook.WebhookDispatcher dispatcher =
-             dev.runway.webhook.WebhookDispatcher.start(own.webhooks(), database == TestDatabase.H2)) {
+    try (dev.runway.instance.Heartbeat heartbeat = database.heartbeat(own.database().jdbi(), server.engine().lease());
+         dev.runway.webhook.WebhookDispatcher dispatcher = dev.runway.webhook.WebhookDispatcher.start(own.webhooks(),
+             database == TestDatabase.H2, heartbeat.leases())) {
       JavalinTest.test(RunwayApp.create(own, server), (s, client) -> body.accept(new Http(client, key), dispatcher));
     }
   }

@@ -7,6 +7,7 @@ import dev.runway.db.Database;
 import dev.runway.engine.Engine;
 import dev.runway.engine.EngineSettings;
 import dev.runway.engine.ModelSettings;
+import dev.runway.instance.Heartbeat;
 import dev.runway.metrics.Metrics;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -71,10 +72,21 @@ public enum TestDatabase {
         .with("engine.http.allow_private_networks", "true")
         .with("engine.retry_base_ms", "20")
         .with("engine.poll_interval_ms", "50"));
+    EngineSettings engineSettings = EngineSettings.from(settings);
+    Heartbeat heartbeat = heartbeat(db.services().database().jdbi(), engineSettings.lease());
     Engine started = Engine.start(db.services().database().jdbi(), db.services().database().committer(),
-        EngineSettings.from(settings), ModelSettings.from(settings), db.services().secrets(), this == H2);
+        engineSettings, ModelSettings.from(settings), db.services().secrets(), heartbeat.leases()).closing(heartbeat);
     engine = started;
     return started;
+  }
+
+  /**
+   * A heartbeat of its own for an engine, a webhook dispatcher or a trigger processor a test starts
+   * (several may run at once on one database, so none drops the others' leases at its start); its
+   * close hands back what it holds.
+   */
+  public Heartbeat heartbeat(org.jdbi.v3.core.Jdbi jdbi, java.time.Duration lease) {
+    return Heartbeat.start(jdbi, java.time.Duration.ofSeconds(3), lease, this == POSTGRESQL, false, () -> { });
   }
 
   private void wakeEngine() {
