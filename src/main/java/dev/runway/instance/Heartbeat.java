@@ -153,13 +153,14 @@ public final class Heartbeat implements AutoCloseable {
         }
       }
       List<Leases.Hold> holds = leases.current();
-      boolean known = jdbi.<Boolean, SQLException>inTransaction(h -> {
-        if (h.attach(InstanceDao.class).beat(id(), now) == 0) {
-          return false;
-        }
-        renew(h.getConnection(), holds, now, leases.until(now));
-        return true;
-      });
+      boolean known = jdbi.withExtension(InstanceDao.class, dao -> dao.beat(id(), now)) == 1;
+      if (known) {
+        boolean postgres = lock != null;
+        jdbi.<Void, SQLException>withHandle(h -> {
+          renew(h.getConnection(), holds, now, leases.until(now), postgres);
+          return null;
+        });
+      }
       if (!known) {
         int abandoned = leases.lapse();
         jdbi.useExtension(InstanceDao.class, dao -> dao.revive(id(), now));
@@ -178,13 +179,29 @@ public final class Heartbeat implements AutoCloseable {
 
   /**
    * Renews the leases held, each only if still this instance's and not lapsed (one that lapsed may
-   * be another's by now: it stays lapsed, and the work's commit fails). Rows a commit is writing
-   * at this moment are skipped, not waited for: that commit writes their next lease (or ends them),
-   * and a beat that waited on them while holding others could deadlock with it.
+   * be another's by now: it stays lapsed, and the work's commit fails), outside any transaction of
+   * several rows, so that a beat never holds one row while it waits for another that a commit is
+   * writing (they would deadlock). On PostgreSQL in chunks, skipping the rows a commit is writing at
+   * this moment (that commit writes their next lease, or ends them); on H2, whose locking rewrites a
+   * row, one row per statement.
    */
-  private static void renew(Connection c, List<Leases.Hold> holds, Instant now, Instant until) throws SQLException {
+  private static void renew(Connection c, List<Leases.Hold> holds, Instant now, Instant until, boolean postgres)
+      throws SQLException {
     for (String table : List.of(Leases.RUNS, Leases.DELIVERIES, Leases.REQUESTS)) {
       List<Leases.Hold> theirs = holds.stream().filter(h -> h.table().equals(table)).toList();
+      if (!postgres) {
+        try (PreparedStatement ps = c.prepareStatement("UPDATE " + table + " SET lease_until = ? WHERE id = ? "
+            + "AND lease_owner = ? AND lease_until > ?")) {
+          for (Leases.Hold hold : theirs) {
+            Jdbc.setTime(ps, 1, until);
+            ps.setString(2, hold.id());
+            ps.setString(3, hold.owner());
+            Jdbc.setTime(ps, 4, now);
+            ps.executeUpdate();
+          }
+        }
+        continue;
+      }
       for (int from = 0; from < theirs.size(); from += RENEW_CHUNK) {
         List<Leases.Hold> chunk = theirs.subList(from, Math.min(theirs.size(), from + RENEW_CHUNK));
         String pairs = String.join(", ", java.util.Collections.nCopies(chunk.size(), "(?, ?)"));

@@ -218,9 +218,15 @@ final class RunwayProcess {
 
   /** Whether the server wrote {@code text} anywhere in its output (stdout or stderr), not only the tail {@link #log()} shows. */
   boolean logged(String text) throws IOException {
+    return loggedMatching(java.util.regex.Pattern.quote(text));
+  }
+
+  /** Whether a line of the server's output matches {@code regex} (found anywhere in it). */
+  boolean loggedMatching(String regex) throws IOException {
+    java.util.regex.Pattern pattern = java.util.regex.Pattern.compile(regex);
     for (String file : List.of("server.out", "server.err")) {
       Path path = workDir.resolve(file);
-      if (Files.exists(path) && Files.readString(path).contains(text)) {
+      if (Files.exists(path) && pattern.matcher(Files.readString(path)).find()) {
         return true;
       }
     }
