@@ -319,7 +319,9 @@ public final class Heartbeat implements AutoCloseable {
     }
     if (lock != null) {
       try {
-        lock.close(); // the session ends, and its lock with it
+        // Unlocked first: the pool keeps the session open, and with it a lock not released.
+        lock.createQuery("SELECT pg_advisory_unlock(:key)").bind("key", lockKey).mapTo(Boolean.class).one();
+        lock.close();
       } catch (RuntimeException ignored) {
         // gone already
       }
