@@ -3,7 +3,6 @@ package dev.runway.engine;
 import static dev.runway.support.SharedPostgres.count;
 import static dev.runway.support.SharedPostgres.strings;
 import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
 
@@ -279,7 +278,8 @@ class MultiInstanceTest {
       assertAttempts(run.get("steps").get(1).get("attempts"), 0, run);
       if (heldByA.containsKey(id)) {
         // A's call went out but its outcome was never saved: its attempt counts (it was recorded when
-        // it started), B closed it as interrupted and called again, only after A's lease ran out.
+        // it started), B closed it as interrupted and called again once A was gone (its lease lapsed,
+        // or A's close released its liveness lock, as a dead process's is released at once).
         assertEquals(2, tool.calls(id + ":0"), "A's lost call and B's call of " + id + ":0");
         JsonNode attempts = run.get("steps").get(0).get("attempts");
         assertEquals(2, attempts.size(), run.toString());
@@ -287,9 +287,6 @@ class MultiInstanceTest {
         assertTrue(attempts.get(0).get("http_status").isNull(), run.toString());
         assertEquals("succeeded", attempts.get(1).get("outcome").asText(), run.toString());
         assertEquals(2, attempts.get(1).get("attempt").asInt(), run.toString());
-        Instant takenOver = Instant.parse(attempts.get(1).get("started_at").asText());
-        assertFalse(takenOver.isBefore(heldByA.get(id).minusMillis(1)),
-            "B waited for A's lease on " + id + " (until " + heldByA.get(id) + "), started " + takenOver);
       } else {
         assertAttempts(run.get("steps").get(0).get("attempts"), 0, run);
         assertEquals(1, tool.calls(id + ":0"), id + ":0");
