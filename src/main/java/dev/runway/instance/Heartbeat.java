@@ -160,8 +160,7 @@ public final class Heartbeat implements AutoCloseable {
           renew(h.getConnection(), holds, now, leases.until(now), postgres);
           return null;
         });
-      }
-      if (!known) {
+      } else {
         int abandoned = leases.lapse();
         jdbi.useExtension(InstanceDao.class, dao -> dao.revive(id(), now));
         LOG.warn("instance {} was taken for gone by another instance, which took back its work; it gives up the {} "
@@ -178,12 +177,12 @@ public final class Heartbeat implements AutoCloseable {
   }
 
   /**
-   * Renews the leases held, each only if still this instance's and not lapsed (one that lapsed may
-   * be another's by now: it stays lapsed, and the work's commit fails), outside any transaction of
-   * several rows, so that a beat never holds one row while it waits for another that a commit is
-   * writing (they would deadlock). On PostgreSQL in chunks, skipping the rows a commit is writing at
-   * this moment (that commit writes their next lease, or ends them); on H2, whose locking rewrites a
-   * row, one row per statement.
+   * Renews the leases held, each only if still this instance's and not lapsed (one that lapsed
+   * stays lapsed: another instance may claim it, and then this one's commit on it fails), outside
+   * any transaction of several rows, so that a beat never holds one row while it waits for another
+   * that a commit is writing (they would deadlock). On PostgreSQL in chunks, skipping the rows a
+   * commit is writing at this moment (that commit writes their next lease, or ends them); on H2 one
+   * row per statement, without a locking read.
    */
   private static void renew(Connection c, List<Leases.Hold> holds, Instant now, Instant until, boolean postgres)
       throws SQLException {
