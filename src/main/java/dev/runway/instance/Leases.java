@@ -7,7 +7,6 @@ import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.LongSupplier;
-import java.util.stream.Collectors;
 
 /**
  * The work this instance holds, and whether it still holds it. A lease on a row (a run in a call, a
@@ -131,11 +130,6 @@ public final class Leases {
   List<Hold> current() {
     long now = epoch;
     return held.values().stream().filter(h -> h.epoch() == now).toList();
-  }
-
-  /** How many rows of each table this instance holds now. */
-  public Map<String, Integer> counts() {
-    return held.values().stream().collect(Collectors.toMap(Hold::table, h -> 1, Integer::sum));
   }
 
   /** A beat that started at {@code startedNanos} renewed every lease held then. */

@@ -63,6 +63,8 @@ public final class Metrics implements AutoCloseable {
 
   /** Series read at each scrape (the instances: from the database). */
   private final List<Runnable> beforeScrape = new java.util.concurrent.CopyOnWriteArrayList<>();
+  /** What function counters read, held strongly (the registry holds it weakly). */
+  private final List<Object> heldStrongly = new java.util.concurrent.CopyOnWriteArrayList<>();
 
   private record RequestKey(String route, String method, int status) {}
 
@@ -217,6 +219,8 @@ public final class Metrics implements AutoCloseable {
     MultiGauge held = MultiGauge.builder("runway.instance.work.held")
         .description("Work each instance holds under a live lease, by kind (runs, webhook_deliveries, run_requests)")
         .register(registry);
+    // A function counter holds its object weakly: kept here, it lives as long as the metrics.
+    heldStrongly.add(takeovers);
     for (String kind : kinds) {
       FunctionCounter.builder("runway.takeovers", takeovers, t -> t.applyAsDouble(kind))
           .description("Work this instance took over from instances that died, paused or lost their leases, by kind")

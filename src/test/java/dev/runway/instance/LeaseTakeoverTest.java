@@ -60,6 +60,15 @@ class LeaseTakeoverTest {
       assertEquals(self, owner(api, run));
       assertTrue(until(api, run).isAfter(Time.now()), "the lease on " + run + " was renewed");
     }
+    // /metrics shows the same, read from the database at the scrape.
+    dev.runway.metrics.Metrics metrics = dev.runway.metrics.Metrics.prometheus();
+    InstanceStatistics.watch(metrics, api.jdbi(), heartbeat.leases(), BEAT);
+    String scraped = metrics.scrape(dev.runway.metrics.Metrics.contentType(null));
+    assertTrue(scraped.contains("runway_instance_work_held{instance=\"" + self + "\",kind=\"runs\"} 2.0"), scraped);
+    assertTrue(scraped.contains("runway_instance_work_held{instance=\"" + self + "\",kind=\"run_requests\"} 1.0"),
+        scraped);
+    assertTrue(scraped.contains("runway_takeovers_total{kind=\"runs\"} 0.0"), scraped);
+    metrics.close();
     api.test(http -> {
       JsonNode shown = instance(http, api, self);
       assertEquals("running", shown.get("status").asText());
@@ -141,6 +150,12 @@ class LeaseTakeoverTest {
         assertNotNull(registered(api, live.id()).stoppedAt());
         assertEquals(4, heartbeat.leases().takeovers(Leases.RUNS));
         assertEquals(2, heartbeat.leases().takeovers("instance"));
+        dev.runway.metrics.Metrics metrics = dev.runway.metrics.Metrics.prometheus();
+        InstanceStatistics.watch(metrics, api.jdbi(), heartbeat.leases(), BEAT);
+        String scraped = metrics.scrape(dev.runway.metrics.Metrics.contentType(null));
+        assertTrue(scraped.contains("runway_takeovers_total{kind=\"runs\"} 4.0"), scraped);
+        assertTrue(scraped.contains("runway_takeovers_total{kind=\"instances\"} 2.0"), scraped);
+        metrics.close();
       }
     } finally {
       try {
