@@ -18,10 +18,13 @@ import dev.runway.run.RunMessageDao;
 import dev.runway.usage.TokenQuota;
 import java.time.Duration;
 import java.time.Instant;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Executor;
 import java.util.function.IntPredicate;
+import java.util.function.ToLongFunction;
 import org.jdbi.v3.core.Jdbi;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -44,6 +47,12 @@ final class AgentRunner extends CallingRunner<AgentRunMachine> {
   private final AgentToolCaller tools;
   private final RunMachines machines;
   private final TokenQuota tokens;
+  /**
+   * The workspaces' tokens of the day as read in the current claim round: the round's claims are
+   * saved only after all of them are made, so a read per run would see the same figure as one per
+   * workspace (a takeover of a hundred agent runs made a hundred reads).
+   */
+  private final Map<String, Long> usedThisRound = new HashMap<>();
 
   AgentRunner(Jdbi jdbi, GroupCommitter committer, EngineSettings settings, ModelSettings modelSettings,
       ModelClient model, AgentToolCaller tools, RunMachines machines, Leases leases, Executor executor) {
@@ -57,18 +66,25 @@ final class AgentRunner extends CallingRunner<AgentRunMachine> {
   }
 
   @Override
+  public void newRound() {
+    usedThisRound.clear();
+  }
+
+  @Override
   public Engine.Claim claim(Run run, Instant now) {
     AgentRunMachine m = machines.agent(run, now);
-    AgentRunMachine.Next next = moveUntilWaiting(m);
+    AgentRunMachine.Next next = moveUntilWaiting(m,
+        workspace -> usedThisRound.computeIfAbsent(workspace, w -> tokens.used(w, now)));
     return Engine.Claim.of(m, next == AgentRunMachine.Next.NOTHING ? m.toRun(null, null) : lease(m, next),
         next != AgentRunMachine.Next.NOTHING);
   }
 
   /**
    * The run's moves up to its next call; a model call only if its model is still allowed and the
-   * workspace has tokens left for it today (else the run fails, see AgentRunMachine#mayCallModel).
+   * workspace has tokens left for it today (else the run fails, see AgentRunMachine#mayCallModel);
+   * {@code usedToday} reads a workspace's tokens of the day.
    */
-  private AgentRunMachine.Next moveUntilWaiting(AgentRunMachine m) {
+  private AgentRunMachine.Next moveUntilWaiting(AgentRunMachine m, ToLongFunction<String> usedToday) {
     AgentRunMachine.Next next = m.moveUntilWaiting(settings.approvalTimeoutSeconds(), modelSettings.maxRetries() + 1);
     if (next != AgentRunMachine.Next.MODEL) {
       return next;
@@ -76,7 +92,7 @@ final class AgentRunner extends CallingRunner<AgentRunMachine> {
     long used = 0;
     if (!tokens.unlimited()) {
       try {
-        used = tokens.used(m.workspaceId(), m.now()) + m.newTokens();
+        used = usedToday.applyAsLong(m.workspaceId()) + m.newTokens();
       } catch (RuntimeException e) {
         // Not known: no call now. The run is saved due now, as it stands, and taken up again.
         LOG.warn("run {}: the workspace's tokens of the day could not be read ({}); its model call waits",
@@ -156,7 +172,7 @@ final class AgentRunner extends CallingRunner<AgentRunMachine> {
       java.util.function.Consumer<AgentRunMachine> outcome) {
     AgentRunMachine m = machines.agent(calling, Time.now());
     outcome.accept(m);
-    AgentRunMachine.Next next = moveUntilWaiting(m);
+    AgentRunMachine.Next next = moveUntilWaiting(m, workspace -> tokens.used(workspace, m.now()));
     boolean callAgain = next != AgentRunMachine.Next.NOTHING && !stopping()
         && room.resize(weight(m.toRun(null, null)));
     Run save = callAgain ? lease(m, next) : m.toRun(null, null);

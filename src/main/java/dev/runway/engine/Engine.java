@@ -182,6 +182,8 @@ public final class Engine implements AutoCloseable {
     if (due.isEmpty()) {
       return false;
     }
+    steps.newRound();
+    agents.newRound();
     List<Claim> claims = new ArrayList<>();
     List<CallMemory.Reservation> rooms = new ArrayList<>();
     List<String> lapsedOwners = new ArrayList<>();

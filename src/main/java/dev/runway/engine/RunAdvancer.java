@@ -7,6 +7,9 @@ import java.util.concurrent.CompletableFuture;
 
 /** How one kind of run advances: the only per-kind part of the engine (StepRunner, AgentRunner). */
 interface RunAdvancer {
+  /** A claim round begins: what a runner read for the last round's claims is read anew. Called on the dispatcher's thread, as claim is. */
+  default void newRound() {}
+
   /**
    * The run's moves that need no waiting as of {@code now}; when a call is then due, the claim saves
    * the run leased to this instance with the call recorded as started.
