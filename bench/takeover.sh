@@ -3,9 +3,10 @@
 # TAKEOVER_RUNS agent runs whose model call hangs, as many workflow runs whose http step hangs and
 # their run.started deliveries, then A is killed (kill -9), paused (kill -STOP for 30 s, default
 # lease) or stopped (SIGTERM); and one H2 instance is killed and restarted in place. Each case runs
-# TAKEOVER_ROUNDS times, each on a fresh database; prints every round's figure (seconds from the
-# fault, or from A's exit, or from the restart's readiness, until every call was made again), then
-# the median and worst per case.
+# TAKEOVER_ROUNDS times, each on a fresh database; prints every round's figures, counted from the
+# fault (or from A's exit, or from the restart's readiness): until the taking instance held every
+# run and delivery (held), and until every call was made again (seconds), then the median and worst
+# of each per case.
 #
 #   mvn -B -q -DskipTests package   # this script builds nothing itself: it needs target/runway.jar
 #   bench/takeover.sh               # about 10-20 minutes with the defaults (100 runs of each kind, 5 rounds)
@@ -46,14 +47,17 @@ for line in sys.stdin:
     if len(parts) < 4 or parts[0] != "TAKEOVER":
         continue
     fields = dict(p.split("=", 1) for p in parts[2:])
-    cases.setdefault(parts[1], []).append(float(fields["seconds"]))
-print("%-11s %6s %8s %8s  %s" % ("case", "rounds", "median", "worst", "incomplete rounds"))
-for case, seconds in sorted(cases.items()):
-    done = [s for s in seconds if not math.isnan(s)]
-    missing = len(seconds) - len(done)
-    median = "%.2f s" % statistics.median(done) if done else "-"
-    worst = "%.2f s" % max(done) if done else "-"
-    print("%-11s %6d %8s %8s  %d" % (case, len(seconds), median, worst, missing))
+    cases.setdefault(parts[1], []).append((float(fields.get("held", "nan")), float(fields["seconds"])))
+def figure(values, f):
+    done = [v for v in values if not math.isnan(v)]
+    return ("%.2f s" % f(done) if done else "-"), len(values) - len(done)
+print("%-11s %6s %12s %11s %12s %11s  %s" % ("case", "rounds", "held median", "held worst", "calls median",
+    "calls worst", "incomplete rounds"))
+for case, figures in sorted(cases.items()):
+    held = [h for h, _ in figures]
+    calls = [c for _, c in figures]
+    print("%-11s %6d %12s %11s %12s %11s  %d" % (case, len(figures), figure(held, statistics.median)[0],
+        figure(held, max)[0], figure(calls, statistics.median)[0], figure(calls, max)[0], figure(calls, max)[1]))
 '
 grep -a "Tests run:.*TakeoverIT\|FAIL\|AssertionFailedError\|AssertionError" "$LOG" | head -20 || true
 [ "$status" -eq 0 ] || echo "bench: mvn verify failed (exit $status); the figures above are those measured; see $LOG" >&2

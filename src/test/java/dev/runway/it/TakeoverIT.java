@@ -70,13 +70,14 @@ class TakeoverIT {
 
           Instant killed = Instant.now();
           a.kill9();
-          Figure figure = fakes.awaitSecondCalls(work, killed, Duration.ofSeconds(35));
+          Http onB = b.http(key);
+          double held = secondsUntilHeld(onB, b.pid(), work, killed, Duration.ofSeconds(35));
+          Figure figure = fakes.awaitSecondCalls(work, killed, Duration.ofSeconds(35)).held(held);
           figure.print("kill_9", round);
           figure.checkWithin(15, "kill -9", late);
           assertTrue(b.logged("is gone"), "B logged that A is gone:\n" + b.log());
 
           fakes.answerSecondCalls();
-          Http onB = b.http(key);
           work.checkFinishedOnce(onB, fakes);
 
           // A, restarted, takes its share of new work again.
@@ -115,7 +116,8 @@ class TakeoverIT {
 
           Instant stopped = Instant.now();
           a.pause();
-          Figure figure = fakes.awaitSecondCalls(work, stopped, paused);
+          double held = secondsUntilHeld(b.http(key), b.pid(), work, stopped, paused);
+          Figure figure = fakes.awaitSecondCalls(work, stopped, paused).held(held);
           figure.print("kill_stop", round);
           figure.checkWithin(leaseSeconds + 5, "kill -STOP", late);
           long left = paused.toMillis() - Duration.between(stopped, Instant.now()).toMillis();
@@ -159,11 +161,12 @@ class TakeoverIT {
           a.sigterm();
           Instant exited = exit.get(60, TimeUnit.SECONDS);
           assertEquals(0, a.exitCode(), "A's exit code after SIGTERM\n" + a.log());
-          Figure figure = fakes.awaitSecondCalls(work, exited, Duration.ofSeconds(30));
+          Http onB = b.http(key);
+          double held = secondsUntilHeld(onB, b.pid(), work, exited, Duration.ofSeconds(30));
+          Figure figure = fakes.awaitSecondCalls(work, exited, Duration.ofSeconds(30)).held(held);
           figure.print("sigterm", round);
           figure.checkWithin(5, "SIGTERM", late);
 
-          Http onB = b.http(key);
           JsonNode instanceA = instance(onB, aPid);
           assertEquals("stopped", instanceA.path("status").asText(), instanceA::toString);
           assertEquals(Map.of("runs", 0, "webhook_deliveries", 0, "run_requests", 0),
@@ -193,7 +196,8 @@ class TakeoverIT {
           server.kill9();
           server.start();
           Instant ready = Instant.now();
-          Figure figure = fakes.awaitSecondCalls(work, ready, Duration.ofSeconds(30));
+          double held = secondsUntilHeld(server.http(key), server.pid(), work, ready, Duration.ofSeconds(30));
+          Figure figure = fakes.awaitSecondCalls(work, ready, Duration.ofSeconds(30)).held(held);
           figure.print("h2_restart", round);
           figure.checkWithin(5, "restart in place on H2", late);
 
@@ -305,14 +309,39 @@ class TakeoverIT {
   }
 
   /**
-   * How long after a fault every call was made again: the seconds from the fault to the last second
-   * call, overall and per kind (NaN where some call was not made again in time).
+   * Seconds from {@code from} until the instance of {@code pid} held every run of {@code work} and
+   * every delivery of its run.started events (GET /v1/admin/instances, asked every 50 ms); NaN if
+   * not within {@code wait}. The calls go out after the holds are committed: see {@link Figure}.
    */
-  record Figure(double seconds, double steps, double model, double webhooks, int missing) {
+  private static double secondsUntilHeld(Http api, long pid, Work work, Instant from, Duration wait)
+      throws InterruptedException {
+    int runs = work.workflowRuns().size() + work.agentRuns().size();
+    long deadline = System.nanoTime() + wait.toNanos();
+    while (System.nanoTime() < deadline) {
+      JsonNode held = held(api, pid);
+      if (held.path("runs").asInt() >= runs && held.path("webhook_deliveries").asInt() >= work.startedEvents().size()) {
+        return Math.max(0, Duration.between(from, Instant.now()).toMillis() / 1000.0);
+      }
+      Thread.sleep(50);
+    }
+    return Double.NaN;
+  }
+
+  /**
+   * How long after a fault the work was taken over: {@code held}, the seconds until the taking
+   * instance held every run and delivery (NaN when not measured), and the seconds from the fault to
+   * the last second call, overall and per kind (NaN where some call was not made again in time).
+   */
+  record Figure(double held, double seconds, double steps, double model, double webhooks, int missing) {
+    /** This figure with the seconds until every run and delivery was held. */
+    Figure held(double seconds) {
+      return new Figure(seconds, this.seconds, steps, model, webhooks, missing);
+    }
+
     void print(String which, int round) {
       System.out.printf(java.util.Locale.ROOT,
-          "TAKEOVER %s round=%d seconds=%.2f steps=%.2f model=%.2f webhooks=%.2f runs=%d missing=%d%n",
-          which, round, seconds, steps, model, webhooks, RUNS, missing);
+          "TAKEOVER %s round=%d held=%.2f seconds=%.2f steps=%.2f model=%.2f webhooks=%.2f runs=%d missing=%d%n",
+          which, round, held, seconds, steps, model, webhooks, RUNS, missing);
     }
 
     /** Adds to {@code late} when not every call was made again within {@code bound} seconds. */
@@ -522,7 +551,7 @@ class TakeoverIT {
       double steps = tool.secondsToLast(work.stepKeys(), 2, fault);
       double models = model.secondsToLast(work.modelKeys(), 2, fault);
       double webhooks = hooks.secondsToLast(work.hookKeys(), 2, fault);
-      return new Figure(Math.max(steps, Math.max(models, webhooks)), steps, models, webhooks, missing);
+      return new Figure(Double.NaN, Math.max(steps, Math.max(models, webhooks)), steps, models, webhooks, missing);
     }
 
     void answerFirstCalls() {
