@@ -49,6 +49,15 @@ public final class SecretReferences {
     return null;
   }
 
+  /**
+   * Where the reference that starts at {@code index} of the text ends, or -1 when none starts there:
+   * a workflow expression's {@code {{ … }}} that is a secret reference stays literal text.
+   */
+  public static int referenceEnd(String text, int index) {
+    Matcher m = REFERENCE.matcher(text).region(index, text.length());
+    return m.lookingAt() ? m.end() : -1;
+  }
+
   public static boolean refersToSecrets(String text) {
     return REFERENCE.matcher(text).find();
   }
