@@ -92,7 +92,9 @@ public final class Views {
     }
   }
 
-  public record StepRow(String index, String type, String status, String attempts, String finished, String output) {}
+  /** A workflow run's step; {@code output} is a failed step's error message instead. */
+  public record StepRow(String index, String id, String type, String status, String attempts, String finished,
+      String output) {}
 
   public record EventRow(String id, String time, String type, String actor, String data) {}
 
@@ -107,11 +109,12 @@ public final class Views {
       List<StepRow> steps = new java.util.ArrayList<>();
       if (!run.isAgent() && run.steps() != null) {
         for (JsonNode step : Json.tree(run.steps())) {
-          steps.add(new StepRow(step.path("index").asText(), step.path("type").asText(), step.path("status").asText(),
-              step.path("attempts").isArray() ? String.valueOf(step.path("attempts").size())
+          String output = step.path("error").hasNonNull("message") ? step.path("error").path("message").asText()
+              : step.path("output").isMissingNode() || step.path("output").isNull() ? "" : shorten(step.path("output"));
+          steps.add(new StepRow(step.path("index").asText(), step.path("id").asText(""), step.path("type").asText(),
+              step.path("status").asText(), step.path("attempts").isArray() ? String.valueOf(step.path("attempts").size())
                   : step.path("attempts").asText(""),
-              step.path("finished_at").isTextual() ? step.path("finished_at").asText().replace('T', ' ') : "",
-              step.path("output").isMissingNode() || step.path("output").isNull() ? "" : shorten(step.path("output"))));
+              step.path("finished_at").isTextual() ? step.path("finished_at").asText().replace('T', ' ') : "", output));
         }
       }
       List<MessageRow> transcript = messages.stream().map(m -> new MessageRow(m.role(),

@@ -24,18 +24,27 @@ public final class HttpStepCaller {
     this.maxResponseBytes = maxResponseBytes;
   }
 
-  /** How an attempt ended. {@code retryable} failures are tried again; others fail the step at once. */
-  public record Outcome(boolean succeeded, boolean retryable, Integer httpStatus, String message, JsonNode output) {
+  /**
+   * How an attempt ended. {@code retryable} failures are tried again; others fail the step at once,
+   * for the reason {@code code} (step_failed; expression_failed when the call could not even be made
+   * from the step's templates).
+   */
+  public record Outcome(boolean succeeded, boolean retryable, Integer httpStatus, String message, JsonNode output,
+      String code) {
     static Outcome success(int status, JsonNode output, String message) {
-      return new Outcome(true, false, status, message, output);
+      return new Outcome(true, false, status, message, output, null);
     }
 
     static Outcome retry(Integer status, String message) {
-      return new Outcome(false, true, status, message, null);
+      return new Outcome(false, true, status, message, null, "step_failed");
     }
 
     static Outcome fail(Integer status, String message) {
-      return new Outcome(false, false, status, message, null);
+      return new Outcome(false, false, status, message, null, "step_failed");
+    }
+
+    static Outcome expressionFailed(String message) {
+      return new Outcome(false, false, null, message, null, "expression_failed");
     }
   }
 
@@ -44,16 +53,25 @@ public final class HttpStepCaller {
    * call fails, the attempt ends with an outcome the run can record.
    */
   public CompletableFuture<Outcome> call(String workspaceId, Step.Http step, ObjectNode body, String idempotencyKey) {
+    return call(workspaceId, step, step.url(), step.headers(), body, idempotencyKey);
+  }
+
+  /**
+   * Calls the tool at {@code url} with {@code headers}: the step's, its templates evaluated (their
+   * secret references, the step's own, are resolved here).
+   */
+  public CompletableFuture<Outcome> call(String workspaceId, Step.Http step, String url, Map<String, String> headers,
+      JsonNode body, String idempotencyKey) {
     ResolvedCall target;
     try {
-      target = ResolvedCall.of(secrets, workspaceId, step.url(), step.headers(), step.secretNames());
+      target = ResolvedCall.of(secrets, workspaceId, url, headers, step.secretNames());
     } catch (ResolvedCall.Unresolvable e) {
       return CompletableFuture.completedFuture(Outcome.fail(null, e.getMessage()));
     }
-    Map<String, String> headers = target.headers();
-    headers.put("Content-Type", "application/json");
-    headers.put("Idempotency-Key", idempotencyKey);
-    OutboundHttp.Call call = new OutboundHttp.Call(step.method(), target.uri(), headers,
+    Map<String, String> sent = target.headers();
+    sent.put("Content-Type", "application/json");
+    sent.put("Idempotency-Key", idempotencyKey);
+    OutboundHttp.Call call = new OutboundHttp.Call(step.method(), target.uri(), sent,
         step.method().equals("GET") ? null : Json.bytes(body), Duration.ofMillis(step.timeoutMs()), maxResponseBytes);
     return http.send(call).handle((answer, failure) -> {
       try {

@@ -10,6 +10,7 @@ import dev.runway.instance.Leases;
 import dev.runway.run.Run;
 import dev.runway.run.RunMachines;
 import dev.runway.run.WorkflowRunMachine;
+import dev.runway.workflow.ExpressionFailed;
 import dev.runway.workflow.Step;
 import java.time.Instant;
 import java.util.concurrent.CompletableFuture;
@@ -75,9 +76,16 @@ final class StepRunner extends CallingRunner<WorkflowRunMachine> {
     WorkflowRunMachine before = machines.workflow(calling, calling.updatedAt());
     int index = before.currentStep();
     Step.Http step = (Step.Http) before.definition().get(index);
-    ObjectNode body = callBody(calling, index, before.currentAttempt(), before);
-    return caller.call(calling.workspaceId(), step, body, calling.id() + ":" + index)
-        .thenApplyAsync(outcome -> settle(calling, outcome, room, hold), executor);
+    CompletableFuture<HttpStepCaller.Outcome> outcome;
+    try {
+      StepCall call = StepCall.of(step, before.expressionVariables(),
+          () -> callBody(calling, index, before.currentAttempt(), before));
+      outcome = caller.call(calling.workspaceId(), step, call.url(), call.headers(), call.body(),
+          calling.id() + ":" + index);
+    } catch (ExpressionFailed e) {
+      outcome = CompletableFuture.completedFuture(HttpStepCaller.Outcome.expressionFailed(e.getMessage()));
+    }
+    return outcome.thenApplyAsync(answered -> settle(calling, answered, room, hold), executor);
   }
 
   @Override
@@ -119,7 +127,7 @@ final class StepRunner extends CallingRunner<WorkflowRunMachine> {
       m.retryAt(m.now().plus(Backoff.jittered(settings.retryBase(), attempt)));
     } else {
       String why = outcome.retryable() ? outcome.message() + " (after " + attempt + " attempts)" : outcome.message();
-      m.failStep(outcome.httpStatus(), why);
+      m.failStep(outcome.code(), outcome.httpStatus(), why);
     }
     return m;
   }

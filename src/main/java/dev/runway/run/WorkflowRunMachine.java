@@ -4,6 +4,8 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.runway.core.Json;
+import dev.runway.workflow.Expression;
+import dev.runway.workflow.ExpressionFailed;
 import dev.runway.workflow.Step;
 import java.time.Instant;
 import java.util.List;
@@ -44,7 +46,8 @@ public final class WorkflowRunMachine extends RunMachine {
   public static ArrayNode initialSteps(List<Step> definition) {
     ArrayNode steps = Json.MAPPER.createArrayNode();
     for (int i = 0; i < definition.size(); i++) {
-      steps.addObject().put("index", i).put("type", definition.get(i).type()).put("status", "pending")
+      steps.addObject().put("index", i).put("id", definition.get(i).flow().id()).put("type", definition.get(i).type())
+          .put("status", "pending")
           .putNull("started_at").putNull("finished_at").putNull("output").putArray("attempts");
     }
     return steps;
@@ -78,6 +81,16 @@ public final class WorkflowRunMachine extends RunMachine {
         return false;
       }
       Step step = definition.get(currentStep);
+      if (step(currentStep).path("status").asText().equals("pending") && step.flow().when() != null) {
+        Boolean runs = holds(step.flow().when());
+        if (runs == null) {
+          continue; // the expression failed: so did the step, and the run unless the step goes on
+        }
+        if (!runs) {
+          skipStep();
+          continue;
+        }
+      }
       if (step instanceof Step.Approval gate) {
         awaitApproval(gate.timeoutSeconds());
         return false;
@@ -137,6 +150,41 @@ public final class WorkflowRunMachine extends RunMachine {
   public int currentAttempt() {
     ObjectNode open = openAttempt();
     return open == null ? 0 : open.get("attempt").asInt();
+  }
+
+  /**
+   * What the step's expressions see: {@code inputs}, {@code steps.<id>.output} and {@code .status}
+   * of every step (null and pending for those not reached), and {@code run} (id, project, workflow,
+   * created_at).
+   */
+  public Map<String, JsonNode> expressionVariables() {
+    ObjectNode byId = Json.MAPPER.createObjectNode();
+    for (int i = 0; i < definition.size(); i++) {
+      ObjectNode progress = step(i);
+      byId.putObject(definition.get(i).flow().id()).put("status", progress.path("status").asText())
+          .set("output", progress.path("output").isMissingNode() ? null : progress.get("output"));
+    }
+    ObjectNode run = Json.MAPPER.createObjectNode().put("id", base.id()).put("project", base.project())
+        .put("workflow", base.workflowId()).put("created_at", Json.TIME.format(base.createdAt()));
+    return Map.of("inputs", Json.tree(base.inputs()), "steps", byId, "run", run);
+  }
+
+  /** Whether the current step's {@code if} holds; null when it could not be evaluated (the run then failed). */
+  private Boolean holds(String when) {
+    try {
+      return Expression.compile(when, "if").test(expressionVariables());
+    } catch (ExpressionFailed e) {
+      failStep("expression_failed", null, "if: " + e.getMessage());
+      return null;
+    }
+  }
+
+  /** The current step's {@code if} is false: it is skipped (its output null), and the run goes on. */
+  private void skipStep() {
+    finishStep(currentStep, "skipped", null);
+    record("step.skipped", ENGINE, currentStep, null, Map.of());
+    currentStep++;
+    dueAt = now;
   }
 
   // ---- moves made by callers (approve, reject, cancel) ----
@@ -244,17 +292,32 @@ public final class WorkflowRunMachine extends RunMachine {
     dueAt = retryAt;
   }
 
-  /** The current step failed for good; so does the run. */
+  /** The current step failed for good; so does the run, unless the step says on_failure: continue. */
   public void failStep(Integer httpStatus, String message) {
+    failStep("step_failed", httpStatus, message);
+  }
+
+  /**
+   * The current step failed for good, for the reason {@code code} (step_failed, expression_failed);
+   * so does the run (with that code), unless the step says on_failure: continue: then the run goes on
+   * to the next step, whose expressions see this one's status {@code failed}.
+   */
+  public void failStep(String code, Integer httpStatus, String message) {
     finishStep(currentStep, "failed", null);
+    step(currentStep).set("error", Json.MAPPER.createObjectNode().put("code", code).put("message", message));
     record("step.failed", ENGINE, currentStep, null, Map.of("message", message));
+    if (definition.get(currentStep).flow().continueOnFailure()) {
+      currentStep++;
+      dueAt = now;
+      return;
+    }
     ObjectNode details = Json.MAPPER.createObjectNode().put("step", currentStep);
     if (httpStatus == null) {
       details.putNull("http_status");
     } else {
       details.put("http_status", httpStatus);
     }
-    fail("step_failed", message, details);
+    fail(code, message, details);
   }
 
   // ---- helpers ----
@@ -272,6 +335,6 @@ public final class WorkflowRunMachine extends RunMachine {
 
   private static boolean isDone(ObjectNode step) {
     String s = step.path("status").asText();
-    return s.equals("succeeded") || s.equals("failed") || s.equals("canceled");
+    return s.equals("succeeded") || s.equals("failed") || s.equals("canceled") || s.equals("skipped");
   }
 }

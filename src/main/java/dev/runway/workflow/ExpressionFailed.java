@@ -8,7 +8,8 @@ public final class ExpressionFailed extends RuntimeException {
   private final String expression;
   private final String reason;
 
-  ExpressionFailed(String expression, String reason) {
+  /** The expression (or template) that failed and why. */
+  public ExpressionFailed(String expression, String reason) {
     super("expression '" + Expression.abbreviated(expression, 200) + "' failed: " + reason, null, false, false);
     this.expression = expression;
     this.reason = reason;

@@ -3,7 +3,9 @@ package dev.runway.workflow;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import com.fasterxml.jackson.databind.node.TextNode;
 import dev.runway.core.DomainException;
+import dev.runway.core.Json;
 import dev.runway.core.JsonFields;
 import dev.runway.outbound.CallTargets;
 import dev.runway.secret.SecretReferences;
@@ -13,18 +15,46 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
 
-/** One step of a workflow: an HTTP call to the caller's tool, an approval, or a durable delay. */
+/**
+ * One step of a workflow: an HTTP call to the caller's tool, an approval, or a durable delay. Every
+ * step has an id (later steps read its output by it), may run only {@code if} an expression holds,
+ * and may let the run go on when it fails ({@code on_failure: continue}); see {@link Flow}.
+ */
 public sealed interface Step permits Step.Http, Step.Approval, Step.Delay {
   int MAX_STEPS = 100;
+  /** The fields every type of step has. */
+  Set<String> FLOW_FIELDS = Set.of("id", "if", "on_failure");
 
   String type();
+
+  Flow flow();
+
+  /**
+   * What every step has: its {@code id} (a slug, unique in the workflow; {@code step-<index>} when
+   * not given), the expression it runs on ({@code when}, from {@code if}; null: always), and whether
+   * the run goes on when it fails ({@code on_failure: continue}; the default {@code fail} fails the run).
+   */
+  record Flow(String id, String when, boolean continueOnFailure) {
+    static Flow standard(int index) {
+      return new Flow("step-" + index, null, false);
+    }
+  }
 
   /**
    * Calls the caller's tool; 2xx completes the step, 5xx/time-outs/connection errors are retried.
    * {@code url} (in its query string) and header values may refer to workspace secrets as
-   * {@code {{secrets.NAME}}}, resolved only when the call is made.
+   * {@code {{secrets.NAME}}}, resolved only when the call is made. The url, header values,
+   * {@code body} (any JSON; null: the standard body with the run, its inputs and earlier outputs)
+   * and {@code query} values are templates: {@code {{ expression }}} parts are evaluated when the
+   * call is made (see {@link Template}).
    */
-  record Http(String url, String method, Map<String, String> headers, int timeoutMs, int maxAttempts) implements Step {
+  record Http(String url, String method, Map<String, String> headers, int timeoutMs, int maxAttempts,
+      JsonNode body, Map<String, String> query, Flow flow) implements Step {
+    /** A call with the standard body, no query and the first step's flow. */
+    public Http(String url, String method, Map<String, String> headers, int timeoutMs, int maxAttempts) {
+      this(url, method, headers, timeoutMs, maxAttempts, null, Map.of(), Flow.standard(0));
+    }
+
     public String type() {
       return "http";
     }
@@ -38,14 +68,14 @@ public sealed interface Step permits Step.Http, Step.Approval, Step.Delay {
   }
 
   /** Pauses the run at awaiting_approval; past the time-out the run fails with approval_expired. */
-  record Approval(long timeoutSeconds) implements Step {
+  record Approval(long timeoutSeconds, Flow flow) implements Step {
     public String type() {
       return "approval";
     }
   }
 
   /** Waits, durably: the timer survives restarts. */
-  record Delay(long seconds) implements Step {
+  record Delay(long seconds, Flow flow) implements Step {
     public String type() {
       return "delay";
     }
@@ -57,13 +87,19 @@ public sealed interface Step permits Step.Http, Step.Approval, Step.Delay {
       throw DomainException.invalid("steps", "a workflow has at most " + MAX_STEPS + " steps");
     }
     List<Step> parsed = new ArrayList<>();
+    Set<String> ids = new java.util.HashSet<>();
     for (int i = 0; i < steps.size(); i++) {
-      parsed.add(parse(steps.get(i), "steps[" + i + "]"));
+      Step step = parse(steps.get(i), "steps[" + i + "]", i);
+      if (!ids.add(step.flow().id())) {
+        throw DomainException.invalid("steps[" + i + "].id", "steps[" + i + "].id '" + step.flow().id()
+            + "' is the id of an earlier step: ids are unique in a workflow");
+      }
+      parsed.add(step);
     }
     return parsed;
   }
 
-  private static Step parse(JsonNode node, String at) {
+  private static Step parse(JsonNode node, String at, int index) {
     if (!node.isObject()) {
       throw DomainException.invalid(at, at + " must be a JSON object with a type");
     }
@@ -75,29 +111,99 @@ public sealed interface Step permits Step.Http, Step.Approval, Step.Delay {
     String prefix = at + ".";
     return switch (type.textValue()) {
       case "http" -> {
-        JsonFields f = JsonFields.of(step, Set.of("type", "url", "method", "headers", "timeout_ms", "max_attempts"), prefix);
-        yield new Http(CallTargets.url(step.get("url"), prefix + "url"), method(f.optionalString("method", "POST", 10), prefix),
-            CallTargets.headers(f.optionalObject("headers"), prefix + "headers"),
+        JsonFields f = JsonFields.of(step, fields("url", "method", "headers", "timeout_ms", "max_attempts", "body",
+            "query"), prefix);
+        Flow flow = flow(f, step, prefix, index);
+        String url = url(step.get("url"), prefix + "url");
+        Map<String, String> headers = headers(f.optionalObject("headers"), prefix + "headers");
+        JsonNode body = step.get("body");
+        if (body != null) {
+          JsonTemplate.compile(body, prefix + "body");
+        }
+        yield new Http(url, method(f.optionalString("method", "POST", 10), prefix), headers,
             (int) f.optionalLong("timeout_ms", 10_000, 1, 300_000),
-            (int) f.optionalLong("max_attempts", 3, 1, 10));
+            (int) f.optionalLong("max_attempts", 3, 1, 10), body, query(f.optionalObject("query"), prefix + "query"),
+            flow);
       }
       case "approval" -> {
-        JsonFields f = JsonFields.of(step, Set.of("type", "timeout_s"), prefix);
-        yield new Approval(f.optionalLong("timeout_s", 86_400, 1, 31_536_000));
+        JsonFields f = JsonFields.of(step, fields("timeout_s"), prefix);
+        yield new Approval(f.optionalLong("timeout_s", 86_400, 1, 31_536_000), flow(f, step, prefix, index));
       }
       case "delay" -> {
-        JsonFields f = JsonFields.of(step, Set.of("type", "seconds"), prefix);
+        JsonFields f = JsonFields.of(step, fields("seconds"), prefix);
         if (step.get("seconds") == null || step.get("seconds").isNull()) {
           throw DomainException.invalid(prefix + "seconds", prefix + "seconds is required");
         }
-        yield new Delay(f.optionalLong("seconds", 0, 0, 31_536_000));
+        yield new Delay(f.optionalLong("seconds", 0, 0, 31_536_000), flow(f, step, prefix, index));
       }
       default -> throw DomainException.invalid(at + ".type",
           at + ".type must be http, approval or delay, not '" + type.textValue() + "'");
     };
   }
 
+  /** A type's own fields, its type and the fields every step has. */
+  private static Set<String> fields(String... own) {
+    Set<String> all = new java.util.HashSet<>(FLOW_FIELDS);
+    all.add("type");
+    all.addAll(List.of(own));
+    return all;
+  }
 
+  private static Flow flow(JsonFields f, ObjectNode step, String prefix, int index) {
+    String id = step.hasNonNull("id") ? f.requiredSlug("id") : "step-" + index;
+    String when = f.optionalString("if", null, Expression.MAX_LENGTH);
+    if (when != null) {
+      Expression.compile(when, prefix + "if");
+    }
+    String onFailure = f.optionalString("on_failure", "fail", 20);
+    if (!onFailure.equals("fail") && !onFailure.equals("continue")) {
+      throw DomainException.invalid(prefix + "on_failure", prefix + "on_failure must be fail or continue, not '"
+          + onFailure + "'");
+    }
+    return new Flow(id, when, onFailure.equals("continue"));
+  }
+
+  /**
+   * The url, checked as a URL with each expression standing in for a value ({@link CallTargets#url}),
+   * and as a template; the value it takes is checked again when the call is made.
+   */
+  private static String url(JsonNode node, String param) {
+    if (node != null && node.isTextual()) {
+      CallTargets.url(TextNode.valueOf(Template.compile(node.textValue(), param).withStandIns()), param);
+      return node.textValue();
+    }
+    return CallTargets.url(node, param);
+  }
+
+  /** The headers, checked as {@link CallTargets#headers} does with each expression standing in for a value, and as templates. */
+  private static Map<String, String> headers(ObjectNode headers, String param) {
+    ObjectNode standIns = headers.objectNode();
+    headers.fields().forEachRemaining(e -> standIns.set(e.getKey(),
+        e.getValue().isTextual() ? TextNode.valueOf(Template.compile(e.getValue().textValue(),
+            param + "." + e.getKey()).withStandIns()) : e.getValue()));
+    CallTargets.headers(standIns, param);
+    Map<String, String> out = new java.util.LinkedHashMap<>();
+    headers.fields().forEachRemaining(e -> out.put(e.getKey(), e.getValue().textValue()));
+    return out;
+  }
+
+  /** Query parameters added to the url: names and templates of their values. */
+  private static Map<String, String> query(ObjectNode query, String param) {
+    Map<String, String> out = new java.util.LinkedHashMap<>();
+    query.fields().forEachRemaining(e -> {
+      String at = param + "." + e.getKey();
+      if (!e.getValue().isTextual()) {
+        throw DomainException.invalid(at, at + " must be a string (a template), not " + Json.kindOf(e.getValue()));
+      }
+      if (e.getKey().isEmpty() || SecretReferences.refersToSecrets(e.getValue().textValue())) {
+        throw DomainException.invalid(at, at + ": a query parameter has a name, and its value no secret (put "
+            + "secrets in the url's query)");
+      }
+      Template.compile(e.getValue().textValue(), at);
+      out.put(e.getKey(), e.getValue().textValue());
+    });
+    return out;
+  }
 
   private static String method(String method, String prefix) {
     String upper = method.toUpperCase(Locale.ROOT);
@@ -107,28 +213,44 @@ public sealed interface Step permits Step.Http, Step.Approval, Step.Delay {
     return upper;
   }
 
-
-
-
-
   /** The step as JSON, with every default filled in: what a run stores as its definition. */
-  static ObjectNode toJson(Step step, ObjectNode target) {
+  static ObjectNode toJson(Step step, int index, ObjectNode target) {
     target.put("type", step.type());
     if (step instanceof Http h) {
       target.put("url", h.url()).put("method", h.method());
       ObjectNode headers = target.putObject("headers");
       h.headers().forEach(headers::put);
       target.put("timeout_ms", h.timeoutMs()).put("max_attempts", h.maxAttempts());
+      if (h.body() != null) {
+        target.set("body", h.body());
+      }
+      if (!h.query().isEmpty()) {
+        ObjectNode query = target.putObject("query");
+        h.query().forEach(query::put);
+      }
     } else if (step instanceof Approval a) {
       target.put("timeout_s", a.timeoutSeconds());
     } else if (step instanceof Delay d) {
       target.put("seconds", d.seconds());
     }
+    // The flow's fields only when given, so that a definition without them is stored as before.
+    Flow flow = step.flow();
+    if (!flow.id().equals(Flow.standard(index).id())) {
+      target.put("id", flow.id());
+    }
+    if (flow.when() != null) {
+      target.put("if", flow.when());
+    }
+    if (flow.continueOnFailure()) {
+      target.put("on_failure", "continue");
+    }
     return target;
   }
 
   static ArrayNode toJson(List<Step> steps, ArrayNode target) {
-    steps.forEach(s -> toJson(s, target.addObject()));
+    for (int i = 0; i < steps.size(); i++) {
+      toJson(steps.get(i), i, target.addObject());
+    }
     return target;
   }
 }

@@ -8,6 +8,7 @@ import dev.runway.secret.SecretReferences;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.function.UnaryOperator;
 
 /**
  * One string of a definition with its {@code {{ expression }}}s, compiled. A string that is one
@@ -70,12 +71,30 @@ public final class Template {
     if (expressions.size() == 1 && literals.stream().allMatch(String::isBlank)) {
       return expressions.get(0).evaluate(evaluation);
     }
+    return TextNode.valueOf(text(evaluation, UnaryOperator.identity()));
+  }
+
+  /**
+   * The text with each expression's value in its place as text, passed through {@code encode} (in a
+   * URL: URL-encoded, so that a value cannot add a path or a parameter), whatever the value's type.
+   */
+  public String text(Map<String, JsonNode> vars, UnaryOperator<String> encode) {
+    return constant() ? literals.get(0) : text(new Evaluation(vars), encode);
+  }
+
+  private String text(Evaluation evaluation, UnaryOperator<String> encode) {
     StringBuilder out = new StringBuilder(literals.get(0));
     for (int i = 0; i < expressions.size(); i++) {
       JsonNode value = expressions.get(i).evaluate(evaluation);
-      out.append(value.isTextual() ? value.textValue() : value.isNull() ? "" : Json.string(value)).append(literals.get(i + 1));
+      out.append(encode.apply(value.isTextual() ? value.textValue() : value.isNull() ? "" : Json.string(value)))
+          .append(literals.get(i + 1));
     }
-    return TextNode.valueOf(out.toString());
+    return out.toString();
+  }
+
+  /** The text with {@code x} standing in for each expression: its shape, to check before any value is known. */
+  public String withStandIns() {
+    return String.join("x", literals);
   }
 
   /**

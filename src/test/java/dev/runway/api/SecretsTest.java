@@ -132,8 +132,12 @@ class SecretsTest {
           "validation_failed", "steps[0].url");
       assertProblem(http.put("/v1/workflows/w", step("https://x.example.com/", "{\"A\":\"{{secrets.OPEN\"}")), 400,
           "validation_failed", "steps[0].headers.A");
+      // Since workflow expressions, {{ … }} that is not a secret reference is an expression: one that
+      // does not compile is refused, naming its header.
+      assertProblem(http.put("/v1/workflows/w", step("https://x.example.com/", "{\"B\":\"{{not a reference}}\"}")),
+          400, "validation_failed", "steps[0].headers.B");
       assertEquals(201, http.put("/v1/workflows/w", step("https://x.example.com/?k={{ secrets.OK }}&b=1",
-          "{\"A\":\"x {{secrets.OK}} y\",\"B\":\"{{not a reference}}\"}")).status());
+          "{\"A\":\"x {{secrets.OK}} y\",\"B\":\"{{ inputs.b }}\"}")).status());
     });
   }
 
