@@ -169,7 +169,7 @@ public final class WorkflowRunMachine extends RunMachine {
     return Map.of("inputs", Json.tree(base.inputs()), "steps", byId, "run", run);
   }
 
-  /** Whether the current step's {@code if} holds; null when it could not be evaluated (the run then failed). */
+  /** Whether the current step's {@code if} holds; null when it could not be evaluated (the step then failed). */
   private Boolean holds(String when) {
     try {
       return Expression.compile(when, "if").test(expressionVariables());

@@ -10,6 +10,9 @@ import dev.runway.core.JsonFields;
 import dev.runway.outbound.CallTargets;
 import dev.runway.secret.SecretReferences;
 import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
@@ -61,7 +64,7 @@ public sealed interface Step permits Step.Http, Step.Approval, Step.Delay {
 
     /** The names of the secrets the call refers to. */
     public Set<String> secretNames() {
-      Set<String> names = new java.util.LinkedHashSet<>(SecretReferences.names(url));
+      Set<String> names = new LinkedHashSet<>(SecretReferences.names(url));
       headers.values().forEach(v -> names.addAll(SecretReferences.names(v)));
       return names;
     }
@@ -87,7 +90,7 @@ public sealed interface Step permits Step.Http, Step.Approval, Step.Delay {
       throw DomainException.invalid("steps", "a workflow has at most " + MAX_STEPS + " steps");
     }
     List<Step> parsed = new ArrayList<>();
-    Set<String> ids = new java.util.HashSet<>();
+    Set<String> ids = new HashSet<>();
     for (int i = 0; i < steps.size(); i++) {
       Step step = parse(steps.get(i), "steps[" + i + "]", i);
       if (!ids.add(step.flow().id())) {
@@ -116,7 +119,7 @@ public sealed interface Step permits Step.Http, Step.Approval, Step.Delay {
         Flow flow = flow(f, step, prefix, index);
         String url = url(step.get("url"), prefix + "url");
         Map<String, String> headers = headers(f.optionalObject("headers"), prefix + "headers");
-        JsonNode body = step.get("body");
+        JsonNode body = step.hasNonNull("body") ? step.get("body") : null; // null: the standard body
         if (body != null) {
           JsonTemplate.compile(body, prefix + "body");
         }
@@ -143,7 +146,7 @@ public sealed interface Step permits Step.Http, Step.Approval, Step.Delay {
 
   /** A type's own fields, its type and the fields every step has. */
   private static Set<String> fields(String... own) {
-    Set<String> all = new java.util.HashSet<>(FLOW_FIELDS);
+    Set<String> all = new HashSet<>(FLOW_FIELDS);
     all.add("type");
     all.addAll(List.of(own));
     return all;
@@ -182,14 +185,14 @@ public sealed interface Step permits Step.Http, Step.Approval, Step.Delay {
         e.getValue().isTextual() ? TextNode.valueOf(Template.compile(e.getValue().textValue(),
             param + "." + e.getKey()).withStandIns()) : e.getValue()));
     CallTargets.headers(standIns, param);
-    Map<String, String> out = new java.util.LinkedHashMap<>();
+    Map<String, String> out = new LinkedHashMap<>();
     headers.fields().forEachRemaining(e -> out.put(e.getKey(), e.getValue().textValue()));
     return out;
   }
 
   /** Query parameters added to the url: names and templates of their values. */
   private static Map<String, String> query(ObjectNode query, String param) {
-    Map<String, String> out = new java.util.LinkedHashMap<>();
+    Map<String, String> out = new LinkedHashMap<>();
     query.fields().forEachRemaining(e -> {
       String at = param + "." + e.getKey();
       if (!e.getValue().isTextual()) {

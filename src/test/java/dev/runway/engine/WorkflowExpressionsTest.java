@@ -78,7 +78,7 @@ class WorkflowExpressionsTest {
       api.test(http -> {
         workflow(http, "branch", """
             [{"type":"http","url":"%s","if":"inputs.tier == 'gold'"},
-             {"type":"http","url":"%s","if":"steps['step-0'].status == 'skipped'"}]
+             {"type":"http","url":"%s","if":"steps['step-0'].status == 'skipped'","body":null}]
             """.formatted(tool.url("/gold"), tool.url("/always")));
         String silver = Runs.start(http, "branch", "demo", "{\"tier\":\"silver\"}").get("id").asText();
         JsonNode run = awaitStatus(http, silver, "succeeded");
@@ -87,6 +87,8 @@ class WorkflowExpressionsTest {
         assertEquals("succeeded", run.get("steps").get(1).get("status").asText(), run::toString);
         assertEquals(0, tool.calls("/gold").size());
         assertEquals(1, tool.calls("/always").size());
+        assertEquals(silver, tool.calls("/always").get(0).body().path("run_id").asText(),
+            "a step without a body (or with body null) sends the standard one");
         assertTrue(eventTypes(http, silver).contains("step.skipped"), () -> eventTypes(http, silver).toString());
 
         String gold = Runs.start(http, "branch", "demo", "{\"tier\":\"gold\"}").get("id").asText();
