@@ -4,6 +4,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.TextNode;
 import dev.runway.core.DomainException;
 import dev.runway.outbound.CallTargets;
+import dev.runway.secret.SecretReferences;
 import dev.runway.workflow.ExpressionFailed;
 import dev.runway.workflow.JsonTemplate;
 import dev.runway.workflow.Step;
@@ -14,8 +15,6 @@ import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.function.Supplier;
 import java.util.function.UnaryOperator;
-import java.util.regex.Matcher;
-import java.util.regex.Pattern;
 
 /**
  * The call an http step makes now: its url, header values, query and body with their templates
@@ -24,8 +23,6 @@ import java.util.regex.Pattern;
  * this, and only where the definition itself names them.
  */
 record StepCall(String url, Map<String, String> headers, JsonNode body) {
-  private static final Pattern SECRET_OPENING = Pattern.compile("\\{\\{\\s*secrets\\.");
-
   /** The call; {@code standardBody} is the body when the step gives none. Throws ExpressionFailed. */
   static StepCall of(Step.Http step, Map<String, JsonNode> vars, Supplier<JsonNode> standardBody) {
     UnaryOperator<String> urlEncoded = v -> URLEncoder.encode(v, StandardCharsets.UTF_8);
@@ -56,19 +53,10 @@ record StepCall(String url, Map<String, String> headers, JsonNode body) {
   /** A template's value as text; it may hold no more secret references than the template itself. */
   private static String text(String template, String field, Map<String, JsonNode> vars, UnaryOperator<String> encode) {
     String text = Template.compile(template, field).text(vars, encode);
-    if (openings(text) > openings(template)) {
+    if (SecretReferences.openings(text) > SecretReferences.openings(template)) {
       throw new ExpressionFailed(template, field + ": a value may not hold a secret reference ({{secrets.…}}); "
           + "only the definition names secrets");
     }
     return text;
-  }
-
-  private static int openings(String text) {
-    Matcher m = SECRET_OPENING.matcher(text);
-    int n = 0;
-    while (m.find()) {
-      n++;
-    }
-    return n;
   }
 }

@@ -49,6 +49,11 @@ public final class SecretReferences {
     return null;
   }
 
+  /** How many references the text opens ({@code {{secrets.}), well-formed or not. */
+  public static int openings(String text) {
+    return (int) OPENING.matcher(text).results().count();
+  }
+
   /**
    * Where the reference that starts at {@code index} of the text ends, or -1 when none starts there:
    * a workflow expression's {@code {{ … }}} that is a secret reference stays literal text.
