@@ -83,8 +83,11 @@ public final class ToolSchemas {
 
   private ToolSchemas() {}
 
-  /** Checks a tool's parameters schema: an object schema, valid as JSON Schema; else a 400 at {@code param}. */
-  static void check(JsonNode schema, String param) {
+  /**
+   * Checks a schema of an object (a tool's parameters, a workflow's inputs_schema): valid as JSON
+   * Schema and cheap enough to check values against; else a 400 at {@code param}.
+   */
+  public static void check(JsonNode schema, String param) {
     if (!schema.isObject() || !"object".equals(schema.path("type").asText(null))) {
       throw DomainException.invalid(param, param + " must be a JSON Schema of an object: {\"type\": \"object\", "
           + "\"properties\": {...}}");
@@ -189,5 +192,39 @@ public final class ToolSchemas {
     } catch (StackOverflowError e) {
       throw new TooSlow("never ended: the schema refers to itself without end");
     }
+  }
+
+  /** What is wrong with a value: where ({@code field}, a path such as {@code inputs.customer.email}) and what. */
+  public record Violation(String field, String message) {}
+
+  /**
+   * The first thing wrong with {@code value} by the schema (in a stable order), its place named
+   * under {@code root}; null when nothing is. Throws {@link TooSlow} past {@link #BUDGET}.
+   */
+  public static Violation firstViolation(JsonNode schema, JsonNode value, String root) {
+    try {
+      return SchemaBudget.within(BUDGET, () -> FACTORY.getSchema(schema, CONFIG).validate(value).stream()
+          .map(m -> violation(m, root)).min(java.util.Comparator.comparing(Violation::field)
+              .thenComparing(Violation::message)).orElse(null));
+    } catch (RuntimeException e) {
+      if (SchemaBudget.exceeded(e)) {
+        throw new TooSlow("took longer than " + BUDGET.toMillis() + " ms");
+      }
+      throw e;
+    } catch (StackOverflowError e) {
+      throw new TooSlow("never ended: the schema refers to itself without end");
+    }
+  }
+
+  /** A validator's message with its place ({@code $.a.b[0]}, and the missing property of a {@code required}) under {@code root}. */
+  private static Violation violation(ValidationMessage m, String root) {
+    String at = m.getInstanceLocation().toString();
+    String field = root + at.substring(1);
+    if ("required".equals(m.getType()) && m.getProperty() != null) {
+      field = field + "." + m.getProperty();
+    }
+    String message = m.getMessage();
+    return new Violation(field, message.startsWith(at + ": ") ? field + ": " + message.substring(at.length() + 2)
+        : message);
   }
 }

@@ -102,7 +102,7 @@ public final class Views {
 
   /** One run: its record, steps (a workflow run) or transcript (an agent run), events, and what may be done. */
   public record RunDetail(String id, String kind, String what, String project, String status, String created,
-      String updated, String finished, String inputs, String approval, String failure, List<StepRow> steps,
+      String updated, String finished, String inputs, String output, String approval, String failure, List<StepRow> steps,
       List<MessageRow> transcript, List<EventRow> events, String error, int refresh) {
 
     static RunDetail of(Run run, List<Event> events, List<RunMessage> messages, String error, int refresh) {
@@ -123,7 +123,8 @@ public final class Views {
           e.actor(), e.data() == null ? "" : shorten(Json.tree(e.data())))).toList();
       return new RunDetail(run.id(), run.kind(), run.isAgent() ? run.agentId() : run.workflowId(), run.project(),
           run.status(), time(run.createdAt()), time(run.updatedAt()), run.finishedAt() == null ? null
-          : time(run.finishedAt()), pretty(run.isAgent() ? null : run.inputs()), pretty(run.approval()),
+          : time(run.finishedAt()), pretty(run.isAgent() ? null : run.inputs()), pretty(run.output()),
+          pretty(run.approval()),
           pretty(run.error()), steps, transcript, eventRows, error, refresh);
     }
 

@@ -6,7 +6,8 @@ import java.time.Instant;
  * A run as stored: a workflow run ({@code kind} "workflow", {@code workflowId} set) or an agent run
  * ({@code kind} "agent", {@code agentId} set). {@code inputs}, {@code approval}, {@code error},
  * {@code definition} (the workflow or agent as it was at start) and {@code steps} (each step's
- * progress; an agent run's progress) are JSON text.
+ * progress; an agent run's progress) are JSON text; so is {@code output}, a succeeded workflow
+ * run's output (null until then, and for agent runs, whose output is in their progress).
  */
 public record Run(
     String id,
@@ -29,7 +30,8 @@ public record Run(
     Instant dueAt,
     String leaseOwner,
     Instant leaseUntil,
-    int version) {
+    int version,
+    String output) {
   public static final String WORKFLOW = "workflow";
   public static final String AGENT = "agent";
 
@@ -53,7 +55,7 @@ public record Run(
       String project, boolean requiresApproval, String inputs, Instant now, String definition, String steps) {
     return new Run(id, workspaceId, kind, workflowId, agentId, project, RunStatus.RUNNING.wireName(),
         requiresApproval, inputs, now, now, null, null, null, definition, steps, requiresApproval ? -1 : 0, now, null,
-        null, 0);
+        null, 0, null);
   }
 
   /** The next version of this run: the same run (id, kind, inputs, definition) in a new state. */
@@ -61,13 +63,21 @@ public record Run(
       String steps, int currentStep, Instant dueAt, String leaseOwner, Instant leaseUntil) {
     return new Run(id, workspaceId, kind, workflowId, agentId, project, status.wireName(), requiresApproval, inputs,
         createdAt, updatedAt, finishedAt, approval, error, definition, steps, currentStep, dueAt, leaseOwner,
-        leaseUntil, version + 1);
+        leaseUntil, version + 1, output);
+  }
+
+  /** This run with {@code output} (JSON text) as its output. */
+  public Run withOutput(String output) {
+    return new Run(id, workspaceId, kind, workflowId, agentId, project, status, requiresApproval, inputs, createdAt,
+        updatedAt, finishedAt, approval, error, definition, steps, currentStep, dueAt, leaseOwner, leaseUntil, version,
+        output);
   }
 
   /** This run with its inputs and definition replaced (to show a run whose stored documents are broken). */
   public Run withDocuments(String inputs, String definition) {
     return new Run(id, workspaceId, kind, workflowId, agentId, project, status, requiresApproval, inputs, createdAt,
-        updatedAt, finishedAt, approval, error, definition, steps, currentStep, dueAt, leaseOwner, leaseUntil, version);
+        updatedAt, finishedAt, approval, error, definition, steps, currentStep, dueAt, leaseOwner, leaseUntil, version,
+        output);
   }
 
   public boolean isAgent() {

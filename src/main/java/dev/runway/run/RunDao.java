@@ -29,8 +29,8 @@ public interface RunDao {
   static void insert(Tx tx, Run run) {
     PreparedStatement ps = tx.batch("INSERT INTO run (id, workspace_id, workflow_id, project, status, "
         + "requires_approval, inputs, created_at, updated_at, finished_at, approval, error, definition, steps, "
-        + "current_step, due_at, lease_owner, lease_until, version, kind, agent_id) "
-        + "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+        + "current_step, due_at, lease_owner, lease_until, version, kind, agent_id, output) "
+        + "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
     try {
       ps.setString(1, run.id());
       ps.setString(2, run.workspaceId());
@@ -53,6 +53,7 @@ public interface RunDao {
       ps.setInt(19, run.version());
       ps.setString(20, run.kind());
       ps.setString(21, run.agentId());
+      ps.setString(22, run.output());
       ps.addBatch();
     } catch (SQLException e) {
       throw new Jdbc.UncheckedSqlException(e);
@@ -69,7 +70,7 @@ public interface RunDao {
    */
   @SqlUpdate("UPDATE run SET status = :status, approval = :approval, error = :error, steps = :steps, "
       + "current_step = :currentStep, due_at = :dueAt, finished_at = :finishedAt, updated_at = :updatedAt, "
-      + "lease_owner = :leaseOwner, lease_until = :leaseUntil, version = :version "
+      + "lease_owner = :leaseOwner, lease_until = :leaseUntil, version = :version, output = :output "
       + "WHERE id = :id AND version = :version - 1 AND finished_at IS NULL")
   int saveProgress(@BindMethods Run run);
 
@@ -80,7 +81,7 @@ public interface RunDao {
    */
   @SqlUpdate("UPDATE run SET status = :r.status, approval = :r.approval, error = :r.error, steps = :r.steps, "
       + "current_step = :r.currentStep, due_at = :r.dueAt, finished_at = :r.finishedAt, updated_at = :r.updatedAt, "
-      + "lease_owner = :r.leaseOwner, lease_until = :r.leaseUntil, version = :r.version "
+      + "lease_owner = :r.leaseOwner, lease_until = :r.leaseUntil, version = :r.version, output = :r.output "
       + "WHERE id = :r.id AND version = :r.version - 1 AND finished_at IS NULL AND lease_owner = :heldBy")
   int saveHeldProgress(@BindMethods("r") Run run, String heldBy);
 
@@ -145,7 +146,7 @@ public interface RunDao {
         Jdbc.getTime(rs, "created_at"), Jdbc.getTime(rs, "updated_at"), Jdbc.getTime(rs, "finished_at"),
         rs.getString("approval"), rs.getString("error"), rs.getString("definition"), rs.getString("steps"),
         rs.getInt("current_step"), Jdbc.getTime(rs, "due_at"), rs.getString("lease_owner"),
-        Jdbc.getTime(rs, "lease_until"), rs.getInt("version"));
+        Jdbc.getTime(rs, "lease_until"), rs.getInt("version"), rs.getString("output"));
   }
 
   @SqlQuery("SELECT * FROM run WHERE workspace_id = :workspaceId <filters> ORDER BY id DESC LIMIT :limit")
@@ -154,7 +155,7 @@ public interface RunDao {
 
   /** What a run holds in its big columns, in stored characters: what reading it costs. */
   String STORED_SIZE = "LENGTH(inputs) + COALESCE(LENGTH(steps), 0) + COALESCE(LENGTH(definition), 0) "
-      + "+ COALESCE(LENGTH(approval), 0) + COALESCE(LENGTH(error), 0)";
+      + "+ COALESCE(LENGTH(approval), 0) + COALESCE(LENGTH(error), 0) + COALESCE(LENGTH(output), 0)";
 
   @SqlQuery("SELECT " + STORED_SIZE + " FROM run WHERE workspace_id = :workspaceId <filters> ORDER BY id DESC LIMIT :limit")
   List<Long> selectSizes(@Bind("workspaceId") String workspaceId, @Define("filters") String filters,

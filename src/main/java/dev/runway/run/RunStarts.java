@@ -5,6 +5,7 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.runway.agent.Agent;
 import dev.runway.agent.AgentDefinition;
 import dev.runway.agent.AgentService;
+import dev.runway.agent.ToolSchemas;
 import dev.runway.auth.Principal;
 import dev.runway.core.DomainException;
 import dev.runway.core.DomainException.Kind;
@@ -23,6 +24,7 @@ import dev.runway.workflow.WorkflowService;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Objects;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.function.Supplier;
@@ -46,7 +48,8 @@ public final class RunStarts {
    * version of a workflow replaces its old template, which is not kept.
    */
   private final WeighedCache<String, Template> templates = new WeighedCache<>(2_000_000, (key, t) ->
-      key.length() + t.source().length() + t.definition().length() + t.steps().length() + 100);
+      key.length() + t.version().steps().length() + 2L * t.definition().length() + t.steps().length()
+          + 3L * (t.version().inputsSchema() == null ? 0 : t.version().inputsSchema().length()) + 100);
   /** Agents' parsed definitions by workspace and agent id (about 1 MB), so a start checks no schema again. */
   private final WeighedCache<String, ParsedAgent> parsedAgents =
       new WeighedCache<>(1_000_000, (key, p) -> key.length() + 3L * p.source().length() + 100);
@@ -150,7 +153,25 @@ public final class RunStarts {
     Workflow workflow = workflows.findActive(caller.workspaceId(), request.workflowId())
         .orElseThrow(() -> DomainException.notFound("workflow_not_found",
             "no workflow '" + request.workflowId() + "' in workspace '" + caller.workspaceId() + "'"));
+    ToolSchemas.Violation broken = inputsViolation(template(workflow), request.inputs());
+    if (broken != null) {
+      throw DomainException.invalid(broken.field(), broken.message());
+    }
     return newRun(workflow, request.project(), request.inputs());
+  }
+
+  /** What is wrong with {@code inputs} by the workflow's inputs_schema; null when nothing is (or it has none). */
+  private static ToolSchemas.Violation inputsViolation(Template template, ObjectNode inputs) {
+    if (template.inputsSchema() == null) {
+      return null;
+    }
+    ObjectNode given = inputs == null ? Json.MAPPER.createObjectNode() : inputs;
+    try {
+      return ToolSchemas.firstViolation(template.inputsSchema(), given, "inputs");
+    } catch (ToolSchemas.TooSlow e) {
+      return new ToolSchemas.Violation("inputs", "inputs: checking them against the workflow's inputs_schema took "
+          + "over " + ToolSchemas.BUDGET.toMillis() + " ms");
+    }
   }
 
   private Run newRun(Workflow workflow, String project, ObjectNode inputs) {
@@ -173,7 +194,8 @@ public final class RunStarts {
    */
   public boolean startInTransaction(Tx tx, String runId, Workflow workflow, String project, ObjectNode inputs,
       String actor) {
-    Firsts firsts = firstMoves(newRun(runId, workflow, project, inputs), actor);
+    Firsts firsts = firstMoves(newRun(runId, workflow, project, inputs), actor,
+        inputsViolation(template(workflow), inputs));
     insert(tx, firsts);
     return firsts.callDue();
   }
@@ -184,23 +206,32 @@ public final class RunStarts {
   }
 
   /**
-   * What every run of a workflow version starts with, as stored JSON: worked out once per version.
-   * {@code source} and {@code requiresApproval} are the version's, to tell whether it is still current.
+   * What every run of a workflow version starts with, as stored JSON, and the schema its inputs must
+   * meet (null: any): worked out once per version. {@code version} is the workflow it was made of,
+   * to tell whether it is still current.
    */
-  private record Template(String source, boolean requiresApproval, String definition, String steps) {}
+  private record Template(Workflow version, String definition, String steps, JsonNode inputsSchema) {
+    boolean madeOf(Workflow workflow) {
+      return version.requiresApproval() == workflow.requiresApproval() && version.steps().equals(workflow.steps())
+          && Objects.equals(version.inputsSchema(), workflow.inputsSchema())
+          && Objects.equals(version.output(), workflow.output());
+    }
+  }
 
   private Template template(Workflow workflow) {
     String key = workflow.workspaceId() + "/" + workflow.id();
     Template cached = templates.get(key);
-    if (cached != null && cached.requiresApproval() == workflow.requiresApproval()
-        && cached.source().equals(workflow.steps())) {
+    if (cached != null && cached.madeOf(workflow)) {
       return cached;
     }
     List<Step> steps = Step.parseAll(Json.tree(workflow.steps()));
     ObjectNode definition = Json.MAPPER.createObjectNode().put("requires_approval", workflow.requiresApproval());
     Step.toJson(steps, definition.putArray("steps"));
-    Template made = new Template(workflow.steps(), workflow.requiresApproval(), Json.string(definition),
-        Json.string(WorkflowRunMachine.initialSteps(steps)));
+    if (workflow.output() != null) {
+      definition.set("output", Json.tree(workflow.output()));
+    }
+    Template made = new Template(workflow, Json.string(definition), Json.string(WorkflowRunMachine.initialSteps(steps)),
+        workflow.inputsSchema() == null ? null : Json.tree(workflow.inputsSchema()));
     templates.put(key, made);
     return made;
   }
@@ -224,11 +255,21 @@ public final class RunStarts {
    * {@code running}.
    */
   private Firsts firstMoves(Run run, String actor) {
+    return firstMoves(run, actor, null);
+  }
+
+  /** As {@link #firstMoves(Run, String)}; a run whose inputs are {@code broken} fails at once instead. */
+  private Firsts firstMoves(Run run, String actor, ToolSchemas.Violation broken) {
     // The started event is made first so that its id sorts before those of the moves that follow.
     List<Event> events = new ArrayList<>();
     events.add(WorkflowRunMachine.started(run, actor));
     WorkflowRunMachine machine = machines.workflow(run, run.createdAt());
-    boolean callDue = machine.moveUntilWaiting(approvalTimeoutSeconds);
+    boolean callDue = false;
+    if (broken != null) {
+      machine.refuseInputs(broken.field(), broken.message());
+    } else {
+      callDue = machine.moveUntilWaiting(approvalTimeoutSeconds);
+    }
     events.addAll(machine.events());
     return new Firsts(run, machine.toRun(null, null), events, List.of(), callDue);
   }

@@ -66,19 +66,20 @@ public sealed interface RunView permits RunView.WorkflowRun, RunView.AgentRun {
       Instant finishedAt,
       @JsonRawValue String approval,
       @JsonRawValue String error,
+      @JsonRawValue String output,
       @JsonRawValue String steps) implements RunView {
 
     static WorkflowRun of(Run run) {
       return new WorkflowRun(run.id(), run.workflowId(), run.status(), run.requiresApproval(), run.createdAt(),
           Run.WORKFLOW, null, run.project(), run.inputs(), run.updatedAt(), run.finishedAt(), run.approval(),
-          run.error(), run.steps());
+          run.error(), run.output(), run.steps());
     }
 
     /** The same run with each step's {@code output} left out (copied token by token, never as a tree). */
     WorkflowRun withoutOutputs() {
       String lean = steps == null ? null : Json.withoutFieldsAt(steps, 2, "output");
       return new WorkflowRun(id, workflow, status, requiresApproval, createdAt, kind, agent, project, inputs,
-          updatedAt, finishedAt, approval, error, lean);
+          updatedAt, finishedAt, approval, error, output, lean);
     }
   }
 

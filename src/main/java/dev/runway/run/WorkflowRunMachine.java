@@ -6,6 +6,7 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.runway.core.Json;
 import dev.runway.workflow.Expression;
 import dev.runway.workflow.ExpressionFailed;
+import dev.runway.workflow.JsonTemplate;
 import dev.runway.workflow.Step;
 import java.time.Instant;
 import java.util.List;
@@ -17,8 +18,19 @@ import java.util.Map;
  * state in memory and records its event; they are then saved together.
  */
 public final class WorkflowRunMachine extends RunMachine {
+  /**
+   * The most characters a run's steps and output may take together: a run whose output would take
+   * it past this fails with {@code output_too_large} (its step outputs are bounded on their own).
+   */
+  static final int MAX_RUN_CHARS = 512 * 1024;
   private final List<Step> definition;
+  /** What makes the run's output when it succeeds; null: it has none. */
+  private final JsonTemplate outputTemplate;
   private final ArrayNode steps;
+  private String output;
+
+  /** A run's stored definition, parsed: its steps, and what makes its output (null: none). */
+  record Definition(List<Step> steps, JsonTemplate output) {}
 
   /** The machine of {@code run}, its definition parsed now (see {@link RunMachines}, which keeps them parsed). */
   public WorkflowRunMachine(Run run, Instant now) {
@@ -26,10 +38,12 @@ public final class WorkflowRunMachine extends RunMachine {
   }
 
   /** The machine of {@code run}, whose definition parsed is {@code definition}. */
-  WorkflowRunMachine(Run run, Instant now, List<Step> definition) {
+  WorkflowRunMachine(Run run, Instant now, Definition definition) {
     super(run, now);
-    this.definition = definition;
+    this.definition = definition.steps();
+    this.outputTemplate = definition.output();
     this.steps = (ArrayNode) Json.tree(run.steps());
+    this.output = run.output();
   }
 
   @Override
@@ -37,9 +51,17 @@ public final class WorkflowRunMachine extends RunMachine {
     return Json.string(steps);
   }
 
-  /** The steps of a run's stored definition. */
-  static List<Step> parse(String definition) {
-    return List.copyOf(Step.parseAll(Json.tree(definition).path("steps")));
+  @Override
+  public Run toRun(String leaseOwner, Instant leaseUntil) {
+    return super.toRun(leaseOwner, leaseUntil).withOutput(output);
+  }
+
+  /** A run's stored definition, parsed. */
+  static Definition parse(String definition) {
+    JsonNode tree = Json.tree(definition);
+    JsonNode output = tree.get("output");
+    return new Definition(List.copyOf(Step.parseAll(tree.path("steps"))),
+        output == null || output.isNull() ? null : JsonTemplate.compile(output, "output"));
   }
 
   /** The progress JSON of a new run: every step pending. */
@@ -167,6 +189,40 @@ public final class WorkflowRunMachine extends RunMachine {
     ObjectNode run = Json.MAPPER.createObjectNode().put("id", base.id()).put("project", base.project())
         .put("workflow", base.workflowId()).put("created_at", Json.TIME.format(base.createdAt()));
     return Map.of("inputs", Json.tree(base.inputs()), "steps", byId, "run", run);
+  }
+
+  /**
+   * The run's inputs break its workflow's inputs_schema (a start the API would have refused, made by
+   * a trigger): it fails at once with {@code inputs_invalid}, naming the field.
+   */
+  public void refuseInputs(String field, String message) {
+    ObjectNode details = Json.MAPPER.createObjectNode().put("field", field);
+    fail("inputs_invalid", message, details);
+  }
+
+  /**
+   * The last step is done: the run succeeds with the output its workflow's {@code output} makes. An
+   * output that fails to evaluate fails the run ({@code expression_failed}), as does one that would
+   * take the run past {@link #MAX_RUN_CHARS} ({@code output_too_large}).
+   */
+  @Override
+  protected void succeed() {
+    if (outputTemplate != null) {
+      String made;
+      try {
+        made = Json.string(outputTemplate.evaluate(expressionVariables()));
+      } catch (ExpressionFailed e) {
+        fail("expression_failed", "output: " + e.getMessage(), null);
+        return;
+      }
+      if (made.length() + progress().length() > MAX_RUN_CHARS) {
+        fail("output_too_large", "output: it takes " + made.length() + " characters, and with the steps' outputs "
+            + "the run would take over " + MAX_RUN_CHARS, null);
+        return;
+      }
+      output = made;
+    }
+    super.succeed();
   }
 
   /** Whether the current step's {@code if} holds; null when it could not be evaluated (the step then failed). */

@@ -2,7 +2,10 @@ package dev.runway.workflow;
 
 import java.time.Instant;
 
-/** A workflow definition as stored; {@code steps} and {@code triggers} are JSON array text. */
+/**
+ * A workflow definition as stored; {@code steps} and {@code triggers} are JSON array text,
+ * {@code inputsSchema} and {@code output} JSON text or null (see {@link WorkflowDefinition}).
+ */
 public record Workflow(
     String workspaceId,
     String id,
@@ -13,7 +16,9 @@ public record Workflow(
     String triggers,
     Instant createdAt,
     Instant updatedAt,
-    Instant archivedAt) {
+    Instant archivedAt,
+    String inputsSchema,
+    String output) {
 
   public boolean archived() {
     return archivedAt != null;

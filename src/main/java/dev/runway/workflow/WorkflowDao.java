@@ -19,12 +19,13 @@ public interface WorkflowDao {
   Optional<Workflow> findForUpdate(String workspaceId, String id);
 
   @SqlUpdate("INSERT INTO workflow (workspace_id, id, name, description, requires_approval, steps, triggers, created_at, "
-      + "updated_at, archived_at) VALUES (:workspaceId, :id, :name, :description, :requiresApproval, :steps, :triggers, "
-      + ":createdAt, :updatedAt, :archivedAt)")
+      + "updated_at, archived_at, inputs_schema, output) VALUES (:workspaceId, :id, :name, :description, "
+      + ":requiresApproval, :steps, :triggers, :createdAt, :updatedAt, :archivedAt, :inputsSchema, :output)")
   void insert(@BindMethods Workflow workflow);
 
   @SqlUpdate("UPDATE workflow SET name = :name, description = :description, requires_approval = :requiresApproval, "
-      + "steps = :steps, triggers = :triggers, updated_at = :updatedAt, archived_at = :archivedAt WHERE workspace_id = :workspaceId AND id = :id")
+      + "steps = :steps, triggers = :triggers, updated_at = :updatedAt, archived_at = :archivedAt, "
+      + "inputs_schema = :inputsSchema, output = :output WHERE workspace_id = :workspaceId AND id = :id")
   void update(@BindMethods Workflow workflow);
 
   /** A page of workflows by id; {@code after} is "" for the first page. */
@@ -36,7 +37,8 @@ public interface WorkflowDao {
   List<Long> pageSizes(String workspaceId, String after, @Define("archived") String archivedFilter, int limit);
 
   /** The characters a workflow's stored JSON takes, for pages bounded by bytes. */
-  String STORED_SIZE = "LENGTH(steps) + COALESCE(LENGTH(triggers), 0) + COALESCE(LENGTH(description), 0)";
+  String STORED_SIZE = "LENGTH(steps) + COALESCE(LENGTH(triggers), 0) + COALESCE(LENGTH(description), 0) "
+      + "+ COALESCE(LENGTH(inputs_schema), 0) + COALESCE(LENGTH(output), 0)";
 
   /** Up to {@code limit} workflows by id, as many as fit in {@code maxBytes} of stored JSON (at least one). */
   default Slice<Workflow> page(String workspaceId, String after, boolean includeArchived, int limit, long maxBytes) {

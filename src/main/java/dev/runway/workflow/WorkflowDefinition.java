@@ -2,6 +2,7 @@ package dev.runway.workflow;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.runway.agent.ToolSchemas;
 import dev.runway.core.Json;
 import dev.runway.core.JsonFields;
 import java.util.LinkedHashMap;
@@ -12,11 +13,14 @@ import java.util.Set;
 /**
  * What a caller (or a file under config/workflows) gives for a workflow, checked field by field.
  * {@code steps} keeps the caller's JSON as given; {@code parsedSteps} is what the engine runs;
- * {@code triggers} say which CRM record changes start a run.
+ * {@code triggers} say which CRM record changes start a run; {@code inputsSchema} (JSON Schema,
+ * or null) is what a start's inputs must meet; {@code output} (JSON with expressions, or null)
+ * makes a finished run's output.
  */
 public record WorkflowDefinition(String name, String description, boolean requiresApproval, JsonNode steps,
-    List<Step> parsedSteps, List<Trigger> triggers) {
-  private static final Set<String> FIELDS = Set.of("name", "description", "requires_approval", "steps", "triggers");
+    List<Step> parsedSteps, List<Trigger> triggers, JsonNode inputsSchema, JsonNode output) {
+  private static final Set<String> FIELDS =
+      Set.of("name", "description", "requires_approval", "steps", "triggers", "inputs_schema", "output");
 
   /** Reads a definition; a missing name defaults to the workflow id. Refuses bad fields with DomainException. */
   public static WorkflowDefinition parse(String workflowId, ObjectNode body) {
@@ -28,8 +32,28 @@ public record WorkflowDefinition(String name, String description, boolean requir
         fields.optionalBoolean("requires_approval", false),
         steps,
         Step.parseAll(steps),
-        Trigger.parseAll(fields.optionalArray("triggers")));
+        Trigger.parseAll(fields.optionalArray("triggers")),
+        inputsSchema(body.get("inputs_schema")),
+        output(body.get("output")));
   }
+
+  private static JsonNode inputsSchema(JsonNode schema) {
+    if (schema == null || schema.isNull()) {
+      return null;
+    }
+    ToolSchemas.check(schema, "inputs_schema");
+    return schema;
+  }
+
+  /** The run's output as written: any JSON, its strings templates (null and absent: no output). */
+  private static JsonNode output(JsonNode output) {
+    if (output == null || output.isNull()) {
+      return null;
+    }
+    JsonTemplate.compile(output, "output");
+    return output;
+  }
+
 
   /** Each field that may refer to secrets (steps[i].url, steps[i].headers.NAME) and its text, in order. */
   public Map<String, String> secretFields() {
@@ -46,5 +70,10 @@ public record WorkflowDefinition(String name, String description, boolean requir
 
   String stepsJson() {
     return Json.string(steps);
+  }
+
+  /** The JSON text of a document of the definition, null when it has none. */
+  static String jsonOrNull(JsonNode document) {
+    return document == null ? null : Json.string(document);
   }
 }

@@ -11,6 +11,7 @@ import dev.runway.quota.QuotaDao;
 import dev.runway.quota.Quotas;
 import dev.runway.secret.SecretUse;
 import java.time.Instant;
+import java.util.Objects;
 import java.util.Optional;
 import org.jdbi.v3.core.Jdbi;
 
@@ -24,7 +25,11 @@ public final class WorkflowService {
   /** About 2 MB of workflows, by workspace and id: a workflow replaced here replaces its entry. */
   private final WeighedCache<String, Cached> active = new WeighedCache<>(2_000_000, (key, cached) ->
       key.length() + 100 + cached.workflow().map(w -> w.steps().length() + w.name().length()
-          + w.description().length()).orElse(0));
+          + w.description().length() + length(w.inputsSchema()) + length(w.output())).orElse(0));
+
+  private static int length(String text) {
+    return text == null ? 0 : text.length();
+  }
 
   private record Cached(Optional<Workflow> workflow, long expiresAtNanos) {}
 
@@ -82,7 +87,8 @@ public final class WorkflowService {
       Optional<Workflow> existing = dao.findForUpdate(workspaceId, id);
       Workflow workflow = new Workflow(workspaceId, id, definition.name(), definition.description(),
           definition.requiresApproval(), definition.stepsJson(), Trigger.toJson(definition.triggers()),
-          existing.map(Workflow::createdAt).orElse(now), now, null);
+          existing.map(Workflow::createdAt).orElse(now), now, null,
+          WorkflowDefinition.jsonOrNull(definition.inputsSchema()), WorkflowDefinition.jsonOrNull(definition.output()));
       if (existing.isPresent() && sameDefinition(existing.get(), workflow)) {
         return new Saved(existing.get(), false);
       }
@@ -103,7 +109,8 @@ public final class WorkflowService {
   private static boolean sameDefinition(Workflow a, Workflow b) {
     return !a.archived() && a.name().equals(b.name()) && a.description().equals(b.description())
         && a.requiresApproval() == b.requiresApproval() && a.steps().equals(b.steps())
-        && a.triggers().equals(b.triggers());
+        && a.triggers().equals(b.triggers()) && Objects.equals(a.inputsSchema(), b.inputsSchema())
+        && Objects.equals(a.output(), b.output());
   }
 
   /** The workflow, archived or not; another workspace's does not exist. */

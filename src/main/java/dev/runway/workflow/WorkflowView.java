@@ -15,11 +15,18 @@ public record WorkflowView(
     JsonNode triggers,
     Instant createdAt,
     Instant updatedAt,
-    Instant archivedAt) {
+    Instant archivedAt,
+    JsonNode inputsSchema,
+    JsonNode output) {
 
   public static WorkflowView of(Workflow w) {
     return new WorkflowView(w.id(), w.name(), w.description(), w.requiresApproval(), masked(Json.tree(w.steps())),
-        Json.tree(w.triggers()), w.createdAt(), w.updatedAt(), w.archivedAt());
+        Json.tree(w.triggers()), w.createdAt(), w.updatedAt(), w.archivedAt(), tree(w.inputsSchema()),
+        tree(w.output()));
+  }
+
+  private static JsonNode tree(String json) {
+    return json == null ? null : Json.tree(json);
   }
 
   /** The steps with every header value given literally masked (see SecretReferences.maskLiteral). */

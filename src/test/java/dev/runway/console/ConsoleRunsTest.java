@@ -88,6 +88,20 @@ class ConsoleRunsTest {
   }
 
   @BothDatabases
+  void a_finished_runs_page_shows_its_output(Api api) {
+    api.test(http -> {
+      assertEquals(201, http.put("/v1/workflows/out", "{\"output\":{\"greeting\":\"Hi {{ inputs.name }} <b>\"}}").status());
+      Http.Reply started = http.post("/v1/workflows/out/runs", "{\"project\":\"demo\",\"inputs\":{\"name\":\"Ann\"}}");
+      String run = started.json().get("id").asText();
+      dev.runway.support.Runs.awaitStatus(http, run, "succeeded");
+      Browser.Page page = owner(api, http).get("/console/runs/" + run);
+      assertTrue(page.body().contains("<h2>Output</h2>"), page::toString);
+      String output = page.body().substring(page.body().indexOf("<h2>Output</h2>"));
+      assertTrue(output.contains("greeting") && output.contains("Hi Ann &lt;b&gt;"), output);
+    });
+  }
+
+  @BothDatabases
   void approve_reject_and_cancel_follow_the_apis_rules(Api api) {
     api.workflow("gated", true);
     api.test(http -> {

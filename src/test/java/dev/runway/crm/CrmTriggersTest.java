@@ -209,6 +209,34 @@ class CrmTriggersTest {
   }
 
   @BothDatabases
+  void a_triggered_run_whose_inputs_break_the_workflows_inputs_schema_fails_naming_the_field(Api api) {
+    api.test(http -> {
+      try (TriggerProcessor processor = processor(api)) {
+        Http.Reply put = http.put("/v1/workflows/needs-email", """
+            {"triggers":[{"crm":"contacts","on":["created"]}],
+             "inputs_schema":{"type":"object","properties":{"record":{"type":"object","properties":
+               {"properties":{"type":"object","required":["email"]}}}}}}""");
+        assertEquals(201, put.status(), put::toString);
+        assertEquals(200, http.post(SYNC, batch(record("no-email", "{\"name\":\"Ann\"}"),
+            record("has-email", "{\"email\":\"bo@example.com\"}"))).status());
+        settled(api, api.workspace);
+        JsonNode runs = http.get("/v1/runs?workflow=needs-email").json().get("data");
+        assertEquals(2, runs.size(), runs::toString);
+        for (JsonNode run : runs) {
+          String id = run.get("inputs").get("record").get("external_id").asText();
+          if (id.equals("no-email")) {
+            assertEquals("failed", run.get("status").asText(), run::toString);
+            assertEquals("inputs_invalid", run.get("error").get("code").asText(), run::toString);
+            assertEquals("inputs.record.properties.email", run.get("error").get("field").asText(), run::toString);
+          } else {
+            assertEquals("succeeded", run.get("status").asText(), run::toString);
+          }
+        }
+      }
+    });
+  }
+
+  @BothDatabases
   void a_sync_of_1000_records_queues_its_runs_and_the_processor_makes_each_exactly_once(Api api) {
     api.test(http -> {
       onCreated(http, "many-", 3, "crm");
