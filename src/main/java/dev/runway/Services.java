@@ -39,7 +39,7 @@ public record Services(Database database, ApiKeyService keys, WorkflowService wo
     AgentService agents = new AgentService(database.jdbi(), settings.model().allowed(),
         new TokenQuota(database.jdbi(), settings.model().tokensPerWorkspacePerDay()), quotas);
     IdempotencyStore idempotency = new IdempotencyStore(database.jdbi(), settings.idempotencyTtl());
-    RunMachines machines = new RunMachines();
+    RunMachines machines = new RunMachines(settings.engine().approvalTimeoutSeconds(), runDue);
     RunStarts starts = new RunStarts(database.committer(), workflows, agents, idempotency,
         settings.engine().approvalTimeoutSeconds(), runDue, quotas, machines);
     RunService runs = new RunService(database.jdbi(), database.committer(), machines, runDue);

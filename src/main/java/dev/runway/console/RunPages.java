@@ -77,7 +77,7 @@ public final class RunPages {
     String after = ctx.queryParam("starting_after");
     after = after != null && Ids.looksLike("run", after) ? after : null;
     Slice<Run> rows = runs.list(actor(signed.get()), new RunFilter(kind, null, null, null,
-        status == null ? null : List.of(status), null, null, after, null), PAGE, PAGE_BYTES);
+        status == null ? null : List.of(status), null, null, after, null, null), PAGE, PAGE_BYTES);
     boolean more = rows.more();
     List<Views.RunRow> page = rows.rows().stream().map(Views.RunRow::of).toList();
     String next = more ? "/console/runs?" + (status == null ? "" : "status=" + status + "&")

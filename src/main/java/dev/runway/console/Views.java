@@ -93,8 +93,9 @@ public final class Views {
   }
 
   /** A workflow run's step; {@code output} is a failed step's error message instead. */
+  /** A step of a workflow run; {@code childRunId} is the child run of a workflow step (null for others). */
   public record StepRow(String index, String id, String type, String status, String attempts, String finished,
-      String output) {}
+      String output, String childRunId) {}
 
   public record EventRow(String id, String time, String type, String actor, String data) {}
 
@@ -102,7 +103,7 @@ public final class Views {
 
   /** One run: its record, steps (a workflow run) or transcript (an agent run), events, and what may be done. */
   public record RunDetail(String id, String kind, String what, String project, String status, String created,
-      String updated, String finished, String inputs, String output, String approval, String failure, List<StepRow> steps,
+      String updated, String finished, String parentRunId, String inputs, String output, String approval, String failure, List<StepRow> steps,
       List<MessageRow> transcript, List<EventRow> events, String error, int refresh) {
 
     static RunDetail of(Run run, List<Event> events, List<RunMessage> messages, String error, int refresh) {
@@ -114,7 +115,8 @@ public final class Views {
           steps.add(new StepRow(step.path("index").asText(), step.path("id").asText(""), step.path("type").asText(),
               step.path("status").asText(), step.path("attempts").isArray() ? String.valueOf(step.path("attempts").size())
                   : step.path("attempts").asText(""),
-              step.path("finished_at").isTextual() ? step.path("finished_at").asText().replace('T', ' ') : "", output));
+              step.path("finished_at").isTextual() ? step.path("finished_at").asText().replace('T', ' ') : "", output,
+              step.path("child_run_id").asText(null)));
         }
       }
       List<MessageRow> transcript = messages.stream().map(m -> new MessageRow(m.role(),
@@ -123,7 +125,7 @@ public final class Views {
           e.actor(), e.data() == null ? "" : shorten(Json.tree(e.data())))).toList();
       return new RunDetail(run.id(), run.kind(), run.isAgent() ? run.agentId() : run.workflowId(), run.project(),
           run.status(), time(run.createdAt()), time(run.updatedAt()), run.finishedAt() == null ? null
-          : time(run.finishedAt()), pretty(run.isAgent() ? null : run.inputs()), pretty(run.output()),
+          : time(run.finishedAt()), run.parentRunId(), pretty(run.isAgent() ? null : run.inputs()), pretty(run.output()),
           pretty(run.approval()),
           pretty(run.error()), steps, transcript, eventRows, error, refresh);
     }

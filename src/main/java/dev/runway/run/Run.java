@@ -8,6 +8,7 @@ import java.time.Instant;
  * {@code definition} (the workflow or agent as it was at start) and {@code steps} (each step's
  * progress; an agent run's progress) are JSON text; so is {@code output}, a succeeded workflow
  * run's output (null until then, and for agent runs, whose output is in their progress).
+ * {@code parentRunId} is the run whose step started this one (a child run), null for others.
  */
 public record Run(
     String id,
@@ -31,7 +32,8 @@ public record Run(
     String leaseOwner,
     Instant leaseUntil,
     int version,
-    String output) {
+    String output,
+    String parentRunId) {
   public static final String WORKFLOW = "workflow";
   public static final String AGENT = "agent";
 
@@ -55,7 +57,7 @@ public record Run(
       String project, boolean requiresApproval, String inputs, Instant now, String definition, String steps) {
     return new Run(id, workspaceId, kind, workflowId, agentId, project, RunStatus.RUNNING.wireName(),
         requiresApproval, inputs, now, now, null, null, null, definition, steps, requiresApproval ? -1 : 0, now, null,
-        null, 0, null);
+        null, 0, null, null);
   }
 
   /** The next version of this run: the same run (id, kind, inputs, definition) in a new state. */
@@ -63,21 +65,28 @@ public record Run(
       String steps, int currentStep, Instant dueAt, String leaseOwner, Instant leaseUntil) {
     return new Run(id, workspaceId, kind, workflowId, agentId, project, status.wireName(), requiresApproval, inputs,
         createdAt, updatedAt, finishedAt, approval, error, definition, steps, currentStep, dueAt, leaseOwner,
-        leaseUntil, version + 1, output);
+        leaseUntil, version + 1, output, parentRunId);
   }
 
   /** This run with {@code output} (JSON text) as its output. */
   public Run withOutput(String output) {
     return new Run(id, workspaceId, kind, workflowId, agentId, project, status, requiresApproval, inputs, createdAt,
         updatedAt, finishedAt, approval, error, definition, steps, currentStep, dueAt, leaseOwner, leaseUntil, version,
-        output);
+        output, parentRunId);
+  }
+
+  /** This new run as a child of {@code parent}. */
+  public Run childOf(String parent) {
+    return new Run(id, workspaceId, kind, workflowId, agentId, project, status, requiresApproval, inputs, createdAt,
+        updatedAt, finishedAt, approval, error, definition, steps, currentStep, dueAt, leaseOwner, leaseUntil, version,
+        output, parent);
   }
 
   /** This run with its inputs and definition replaced (to show a run whose stored documents are broken). */
   public Run withDocuments(String inputs, String definition) {
     return new Run(id, workspaceId, kind, workflowId, agentId, project, status, requiresApproval, inputs, createdAt,
         updatedAt, finishedAt, approval, error, definition, steps, currentStep, dueAt, leaseOwner, leaseUntil, version,
-        output);
+        output, parentRunId);
   }
 
   public boolean isAgent() {

@@ -29,8 +29,8 @@ public interface RunDao {
   static void insert(Tx tx, Run run) {
     PreparedStatement ps = tx.batch("INSERT INTO run (id, workspace_id, workflow_id, project, status, "
         + "requires_approval, inputs, created_at, updated_at, finished_at, approval, error, definition, steps, "
-        + "current_step, due_at, lease_owner, lease_until, version, kind, agent_id, output) "
-        + "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+        + "current_step, due_at, lease_owner, lease_until, version, kind, agent_id, output, parent_run_id) "
+        + "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
     try {
       ps.setString(1, run.id());
       ps.setString(2, run.workspaceId());
@@ -54,6 +54,7 @@ public interface RunDao {
       ps.setString(20, run.kind());
       ps.setString(21, run.agentId());
       ps.setString(22, run.output());
+      ps.setString(23, run.parentRunId());
       ps.addBatch();
     } catch (SQLException e) {
       throw new Jdbc.UncheckedSqlException(e);
@@ -146,7 +147,8 @@ public interface RunDao {
         Jdbc.getTime(rs, "created_at"), Jdbc.getTime(rs, "updated_at"), Jdbc.getTime(rs, "finished_at"),
         rs.getString("approval"), rs.getString("error"), rs.getString("definition"), rs.getString("steps"),
         rs.getInt("current_step"), Jdbc.getTime(rs, "due_at"), rs.getString("lease_owner"),
-        Jdbc.getTime(rs, "lease_until"), rs.getInt("version"), rs.getString("output"));
+        Jdbc.getTime(rs, "lease_until"), rs.getInt("version"), rs.getString("output"),
+        rs.getString("parent_run_id"));
   }
 
   @SqlQuery("SELECT * FROM run WHERE workspace_id = :workspaceId <filters> ORDER BY id DESC LIMIT :limit")
@@ -185,6 +187,10 @@ public interface RunDao {
     if (f.workflow() != null) {
       sql.append(" AND workflow_id = :workflow");
       params.put("workflow", f.workflow());
+    }
+    if (f.parentRunId() != null) {
+      sql.append(" AND parent_run_id = :parentRunId");
+      params.put("parentRunId", f.parentRunId());
     }
     if (f.project() != null) {
       sql.append(" AND project = :project");

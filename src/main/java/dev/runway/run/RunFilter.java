@@ -13,4 +13,5 @@ public record RunFilter(
     Instant createdAfter,
     Instant createdBefore,
     String startingAfter,
-    List<String> projects) {}
+    List<String> projects,
+    String parentRunId) {}

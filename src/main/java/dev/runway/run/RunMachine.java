@@ -34,6 +34,9 @@ public abstract class RunMachine {
   protected Instant dueAt;
   protected Instant finishedAt;
 
+  /** Keeps child and parent runs in step with this run's moves; null for a machine not made by {@link RunMachines}. */
+  ChildRuns children;
+
   protected RunMachine(Run run, Instant now) {
     this.base = run;
     this.now = now;
@@ -77,20 +80,26 @@ public abstract class RunMachine {
    * is still the version this machine read; false when it is not (someone else moved it first).
    */
   public boolean saveIn(Tx tx, Run next) {
-    return saveIn(tx, next, tx.dao(RunDao.class).saveProgress(next));
+    Run parent = children == null ? null : children.lockParent(tx, this, next);
+    return saveIn(tx, next, tx.dao(RunDao.class).saveProgress(next), parent);
   }
 
   /** Like {@link #saveIn(Tx, Run)}, for moves made on a lease: only while the run is leased to {@code heldBy}. */
   public boolean saveHeldIn(Tx tx, Run next, String heldBy) {
-    return saveIn(tx, next, tx.dao(RunDao.class).saveHeldProgress(next, heldBy));
+    Run parent = children == null ? null : children.lockParent(tx, this, next);
+    return saveIn(tx, next, tx.dao(RunDao.class).saveHeldProgress(next, heldBy), parent);
   }
 
-  private boolean saveIn(Tx tx, Run next, int saved) {
+  /** After the save: the events and messages, and what the moves ask of child and parent runs (see {@link ChildRuns}). */
+  private boolean saveIn(Tx tx, Run next, int saved, Run parent) {
     if (saved != 1) {
       return false;
     }
     RunEvents.store(tx, next, events);
     RunMessageDao.insert(tx, messages);
+    if (children != null) {
+      children.saved(tx, this, next, parent);
+    }
     return true;
   }
 

@@ -8,10 +8,24 @@ import java.time.Instant;
  * once (an agent's schemas too) and kept here, keyed by its text: about 3 MB of each kind.
  */
 public final class RunMachines {
+  private final ChildRuns children;
   private final WeighedCache<String, WorkflowRunMachine.Definition> workflows =
       new WeighedCache<>(3_000_000, (text, definition) -> 3L * text.length());
   private final WeighedCache<String, AgentRunMachine.Definition> agents =
       new WeighedCache<>(3_000_000, (text, definition) -> 4L * text.length());
+
+  /**
+   * Machines whose moves start, cancel and settle child runs in their commits: child approval gates
+   * without a time-out of their own get {@code approvalTimeoutSeconds}; {@code runDue} is told when
+   * such a commit made a run due now.
+   */
+  public RunMachines(long approvalTimeoutSeconds, Runnable runDue) {
+    this.children = new ChildRuns(this, approvalTimeoutSeconds, runDue);
+  }
+
+  ChildRuns children() {
+    return children;
+  }
 
   /** The machine of the run's kind. */
   public RunMachine of(Run run, Instant now) {
@@ -24,7 +38,9 @@ public final class RunMachines {
       definition = WorkflowRunMachine.parse(run.definition());
       workflows.put(run.definition(), definition);
     }
-    return new WorkflowRunMachine(run, now, definition);
+    WorkflowRunMachine machine = new WorkflowRunMachine(run, now, definition);
+    machine.children = children;
+    return machine;
   }
 
   public AgentRunMachine agent(Run run, Instant now) {
@@ -33,6 +49,8 @@ public final class RunMachines {
       definition = AgentRunMachine.parse(run.definition(), run.agentId());
       agents.put(run.definition(), definition);
     }
-    return new AgentRunMachine(run, now, definition);
+    AgentRunMachine machine = new AgentRunMachine(run, now, definition);
+    machine.children = children;
+    return machine;
   }
 }

@@ -26,7 +26,8 @@ public final class RunRoutes {
   private static final Set<String> MESSAGE_PARAMS = Set.of("limit", "starting_after");
   private static final Set<String> DECISION_FIELDS = Set.of("comment");
   private static final Set<String> LIST_PARAMS =
-      Set.of("kind", "workflow", "agent", "project", "status", "created_after", "created_before", "limit", "starting_after");
+      Set.of("kind", "workflow", "agent", "project", "status", "created_after", "created_before", "limit", "starting_after",
+          "parent_run_id");
   public static final String IDEMPOTENCY_KEY = "Idempotency-Key";
 
   private final RunStarts starts;
@@ -81,7 +82,8 @@ public final class RunRoutes {
     QueryParams q = QueryParams.of(ctx, LIST_PARAMS);
     int limit = q.integer("limit", 20, 1, 100);
     RunFilter filter = new RunFilter(kind(q.string("kind")), q.slug("workflow"), q.slug("agent"), q.slug("project"), statuses(q.string("status")),
-        q.time("created_after"), q.time("created_before"), q.id("starting_after", "run"), null);
+        q.time("created_after"), q.time("created_before"), q.id("starting_after", "run"), null,
+        q.id("parent_run_id", "run"));
     Slice<Run> rows = runs.list(AuthHandler.principal(ctx), filter, limit, maxPageBytes);
     Responses.json(ctx, 200, Page.of(rows, RunView::of, RunView::id));
   }

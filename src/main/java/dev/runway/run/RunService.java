@@ -135,7 +135,7 @@ public final class RunService {
           "this API key may not use project '" + filter.project() + "'", "project");
     }
     return new RunFilter(filter.kind(), filter.workflow(), filter.agent(), filter.project(), filter.statuses(),
-        filter.createdAfter(), filter.createdBefore(), filter.startingAfter(), caller.projects());
+        filter.createdAfter(), filter.createdBefore(), filter.startingAfter(), caller.projects(), filter.parentRunId());
   }
 
 }

@@ -24,7 +24,6 @@ import dev.runway.workflow.WorkflowService;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Objects;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.function.Supplier;
@@ -47,7 +46,7 @@ public final class RunStarts {
    * What a new run of each workflow starts with, by workspace and workflow id (about 2 MB): a new
    * version of a workflow replaces its old template, which is not kept.
    */
-  private final WeighedCache<String, Template> templates = new WeighedCache<>(2_000_000, (key, t) ->
+  private final WeighedCache<String, WorkflowTemplate> templates = new WeighedCache<>(2_000_000, (key, t) ->
       key.length() + t.version().steps().length() + 2L * t.definition().length() + t.steps().length()
           + 3L * (t.version().inputsSchema() == null ? 0 : t.version().inputsSchema().length()) + 100);
   /** Agents' parsed definitions by workspace and agent id (about 1 MB), so a start checks no schema again. */
@@ -153,25 +152,11 @@ public final class RunStarts {
     Workflow workflow = workflows.findActive(caller.workspaceId(), request.workflowId())
         .orElseThrow(() -> DomainException.notFound("workflow_not_found",
             "no workflow '" + request.workflowId() + "' in workspace '" + caller.workspaceId() + "'"));
-    ToolSchemas.Violation broken = inputsViolation(template(workflow), request.inputs());
+    ToolSchemas.Violation broken = template(workflow).violation(request.inputs());
     if (broken != null) {
       throw DomainException.invalid(broken.field(), broken.message());
     }
     return newRun(workflow, request.project(), request.inputs());
-  }
-
-  /** What is wrong with {@code inputs} by the workflow's inputs_schema; null when nothing is (or it has none). */
-  private static ToolSchemas.Violation inputsViolation(Template template, ObjectNode inputs) {
-    if (template.inputsSchema() == null) {
-      return null;
-    }
-    ObjectNode given = inputs == null ? Json.MAPPER.createObjectNode() : inputs;
-    try {
-      return ToolSchemas.firstViolation(template.inputsSchema(), given, "inputs");
-    } catch (ToolSchemas.TooSlow e) {
-      return new ToolSchemas.Violation("inputs", "inputs: checking them against the workflow's inputs_schema took "
-          + "over " + ToolSchemas.BUDGET.toMillis() + " ms");
-    }
   }
 
   private Run newRun(Workflow workflow, String project, ObjectNode inputs) {
@@ -179,7 +164,7 @@ public final class RunStarts {
   }
 
   private Run newRun(String runId, Workflow workflow, String project, ObjectNode inputs) {
-    Template template = template(workflow);
+    WorkflowTemplate template = template(workflow);
     Instant now = Time.now();
     return Run.newWorkflowRun(runId, workflow.workspaceId(), workflow.id(), project, workflow.requiresApproval(),
         Json.string(inputs), now, template.definition(), template.steps());
@@ -195,7 +180,7 @@ public final class RunStarts {
   public boolean startInTransaction(Tx tx, String runId, Workflow workflow, String project, ObjectNode inputs,
       String actor) {
     Firsts firsts = firstMoves(newRun(runId, workflow, project, inputs), actor,
-        inputsViolation(template(workflow), inputs));
+        template(workflow).violation(inputs));
     insert(tx, firsts);
     return firsts.callDue();
   }
@@ -205,33 +190,13 @@ public final class RunStarts {
     runDue.run();
   }
 
-  /**
-   * What every run of a workflow version starts with, as stored JSON, and the schema its inputs must
-   * meet (null: any): worked out once per version. {@code version} is the workflow it was made of,
-   * to tell whether it is still current.
-   */
-  private record Template(Workflow version, String definition, String steps, JsonNode inputsSchema) {
-    boolean madeOf(Workflow workflow) {
-      return version.requiresApproval() == workflow.requiresApproval() && version.steps().equals(workflow.steps())
-          && Objects.equals(version.inputsSchema(), workflow.inputsSchema())
-          && Objects.equals(version.output(), workflow.output());
-    }
-  }
-
-  private Template template(Workflow workflow) {
+  private WorkflowTemplate template(Workflow workflow) {
     String key = workflow.workspaceId() + "/" + workflow.id();
-    Template cached = templates.get(key);
+    WorkflowTemplate cached = templates.get(key);
     if (cached != null && cached.madeOf(workflow)) {
       return cached;
     }
-    List<Step> steps = Step.parseAll(Json.tree(workflow.steps()));
-    ObjectNode definition = Json.MAPPER.createObjectNode().put("requires_approval", workflow.requiresApproval());
-    Step.toJson(steps, definition.putArray("steps"));
-    if (workflow.output() != null) {
-      definition.set("output", Json.tree(workflow.output()));
-    }
-    Template made = new Template(workflow, Json.string(definition), Json.string(WorkflowRunMachine.initialSteps(steps)),
-        workflow.inputsSchema() == null ? null : Json.tree(workflow.inputsSchema()));
+    WorkflowTemplate made = WorkflowTemplate.of(workflow, 1);
     templates.put(key, made);
     return made;
   }
@@ -240,7 +205,8 @@ public final class RunStarts {
    * A new run as it started ({@code started}, what the caller is shown) and as it is stored: moved
    * on as far as it goes without waiting, with its events and first messages.
    */
-  private record Firsts(Run started, Run run, List<Event> events, List<RunMessage> messages, boolean callDue) {
+  private record Firsts(Run started, Run run, List<Event> events, List<RunMessage> messages, boolean callDue,
+      RunMachine machine) {
     void wakeEngine(Runnable runDue) {
       if (callDue) {
         runDue.run();
@@ -271,7 +237,7 @@ public final class RunStarts {
       callDue = machine.moveUntilWaiting(approvalTimeoutSeconds);
     }
     events.addAll(machine.events());
-    return new Firsts(run, machine.toRun(null, null), events, List.of(), callDue);
+    return new Firsts(run, machine.toRun(null, null), events, List.of(), callDue, machine);
   }
 
   /**
@@ -299,7 +265,7 @@ public final class RunStarts {
     machine.begin(request.input());
     boolean callDue = machine.moveUntilWaiting(approvalTimeoutSeconds, 1) != AgentRunMachine.Next.NOTHING;
     events.addAll(machine.events());
-    return new Firsts(run, machine.toRun(null, null), events, machine.messages(), callDue);
+    return new Firsts(run, machine.toRun(null, null), events, machine.messages(), callDue, machine);
   }
 
   /** An agent's definition, parsed (its schemas checked) once per version of the agent. */
@@ -316,10 +282,12 @@ public final class RunStarts {
 
   private record ParsedAgent(String source, AgentDefinition definition) {}
 
-  private static Run insert(Tx tx, Firsts firsts) {
+  /** Stores the new run with its events and messages, and the child runs its first moves started. */
+  private Run insert(Tx tx, Firsts firsts) {
     RunDao.insert(tx, firsts.run());
     RunEvents.store(tx, firsts.run(), firsts.events());
     RunMessageDao.insert(tx, firsts.messages());
+    machines.children().afterInsert(tx, firsts.machine(), firsts.run());
     return firsts.run();
   }
 

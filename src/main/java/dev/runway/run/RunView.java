@@ -60,6 +60,7 @@ public sealed interface RunView permits RunView.WorkflowRun, RunView.AgentRun {
       Instant createdAt,
       String kind,
       String agent,
+      String parentRunId,
       String project,
       @JsonRawValue String inputs,
       Instant updatedAt,
@@ -71,14 +72,14 @@ public sealed interface RunView permits RunView.WorkflowRun, RunView.AgentRun {
 
     static WorkflowRun of(Run run) {
       return new WorkflowRun(run.id(), run.workflowId(), run.status(), run.requiresApproval(), run.createdAt(),
-          Run.WORKFLOW, null, run.project(), run.inputs(), run.updatedAt(), run.finishedAt(), run.approval(),
+          Run.WORKFLOW, null, run.parentRunId(), run.project(), run.inputs(), run.updatedAt(), run.finishedAt(), run.approval(),
           run.error(), run.output(), run.steps());
     }
 
     /** The same run with each step's {@code output} left out (copied token by token, never as a tree). */
     WorkflowRun withoutOutputs() {
       String lean = steps == null ? null : Json.withoutFieldsAt(steps, 2, "output");
-      return new WorkflowRun(id, workflow, status, requiresApproval, createdAt, kind, agent, project, inputs,
+      return new WorkflowRun(id, workflow, status, requiresApproval, createdAt, kind, agent, parentRunId, project, inputs,
           updatedAt, finishedAt, approval, error, output, lean);
     }
   }
@@ -96,6 +97,7 @@ public sealed interface RunView permits RunView.WorkflowRun, RunView.AgentRun {
       String status,
       boolean requiresApproval,
       Instant createdAt,
+      String parentRunId,
       String project,
       @JsonRawValue String input,
       JsonNode output,
@@ -114,7 +116,7 @@ public sealed interface RunView permits RunView.WorkflowRun, RunView.AgentRun {
       // The sandbox answers whatever model the run names: the run says so rather than name a model that never ran.
       String model = AgentRunMachine.SANDBOX.equals(endpoint) ? AgentRunMachine.SANDBOX : definition.path("model").asText();
       return new AgentRun(run.id(), Run.AGENT, run.agentId(), null, run.status(), run.requiresApproval(),
-          run.createdAt(), run.project(), run.inputs(), progress.path("output"), progress.path("usage"),
+          run.createdAt(), run.parentRunId(), run.project(), run.inputs(), progress.path("output"), progress.path("usage"),
           model, endpoint, run.updatedAt(), run.finishedAt(), run.approval(), run.error());
     }
   }

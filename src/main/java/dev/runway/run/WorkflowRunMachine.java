@@ -2,13 +2,16 @@ package dev.runway.run;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.NullNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.runway.core.Ids;
 import dev.runway.core.Json;
 import dev.runway.workflow.Expression;
 import dev.runway.workflow.ExpressionFailed;
 import dev.runway.workflow.JsonTemplate;
 import dev.runway.workflow.Step;
 import java.time.Instant;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 
@@ -23,14 +26,24 @@ public final class WorkflowRunMachine extends RunMachine {
    * it past this fails with {@code output_too_large} (its step outputs are bounded on their own).
    */
   static final int MAX_RUN_CHARS = 512 * 1024;
-  private final List<Step> definition;
   /** What makes the run's output when it succeeds; null: it has none. */
   private final JsonTemplate outputTemplate;
+  /** How deep runs nest: a run at this depth starts no child run (its workflow step fails). */
+  static final int MAX_DEPTH = 5;
+  private final List<Step> definition;
+  private final int depth;
   private final ArrayNode steps;
   private String output;
+  /** The child runs the moves started, stored in the same commit as the moves (see {@link ChildRuns}). */
+  private final List<ChildStart> childStarts = new ArrayList<>();
+  /** The child runs to cancel with this run, in the same commit. */
+  private final List<String> childrenToCancel = new ArrayList<>();
 
-  /** A run's stored definition, parsed: its steps, and what makes its output (null: none). */
-  record Definition(List<Step> steps, JsonTemplate output) {}
+  /** A run's stored definition, parsed: its steps, what makes its output (null: none), how deep it nests. */
+  record Definition(List<Step> steps, JsonTemplate output, int depth) {}
+
+  /** A child run of {@code workflow} that the step {@code step} starts, with the id {@code runId}. */
+  record ChildStart(int step, String runId, String workflow, ObjectNode inputs) {}
 
   /** The machine of {@code run}, its definition parsed now (see {@link RunMachines}, which keeps them parsed). */
   public WorkflowRunMachine(Run run, Instant now) {
@@ -42,6 +55,7 @@ public final class WorkflowRunMachine extends RunMachine {
     super(run, now);
     this.definition = definition.steps();
     this.outputTemplate = definition.output();
+    this.depth = definition.depth();
     this.steps = (ArrayNode) Json.tree(run.steps());
     this.output = run.output();
   }
@@ -61,7 +75,7 @@ public final class WorkflowRunMachine extends RunMachine {
     JsonNode tree = Json.tree(definition);
     JsonNode output = tree.get("output");
     return new Definition(List.copyOf(Step.parseAll(tree.path("steps"))),
-        output == null || output.isNull() ? null : JsonTemplate.compile(output, "output"));
+        output == null || output.isNull() ? null : JsonTemplate.compile(output, "output"), tree.path("depth").asInt(1));
   }
 
   /** The progress JSON of a new run: every step pending. */
@@ -115,6 +129,13 @@ public final class WorkflowRunMachine extends RunMachine {
       }
       if (step instanceof Step.Approval gate) {
         awaitApproval(gate.timeoutSeconds());
+        return false;
+      }
+      if (step instanceof Step.Workflow call) {
+        if (!step(currentStep).hasNonNull("child_run_id") && !startChild(call)) {
+          continue; // the child could not start: the step failed, and the run unless the step goes on
+        }
+        dueAt = null; // the child's end moves the run on
         return false;
       }
       if (step instanceof Step.Delay delay) {
@@ -235,6 +256,91 @@ public final class WorkflowRunMachine extends RunMachine {
     }
   }
 
+  /**
+   * Starts a child run for a workflow step: makes its inputs, names it in the step and keeps it for
+   * {@link ChildRuns} to store in this move's commit. False when it cannot (its inputs fail, or the
+   * run is nested {@link #MAX_DEPTH} deep): the step failed.
+   */
+  private boolean startChild(Step.Workflow call) {
+    if (depth >= MAX_DEPTH) {
+      failStep("max_depth_exceeded", null, "workflow '" + call.workflow() + "' was not started: runs nest at most "
+          + MAX_DEPTH + " deep (a workflow step in a child run's child …)");
+      return false;
+    }
+    ObjectNode inputs;
+    try {
+      inputs = call.inputs(expressionVariables());
+    } catch (ExpressionFailed e) {
+      failStep("expression_failed", null, "inputs: " + e.getMessage());
+      return false;
+    }
+    String childId = Ids.newId("run", now.toEpochMilli());
+    step(currentStep).put("status", "running").put("started_at", Json.TIME.format(now)).put("child_run_id", childId);
+    childStarts.add(new ChildStart(currentStep, childId, call.workflow(), inputs));
+    record("step.waiting", ENGINE, currentStep, null, Map.of("child_run_id", childId));
+    return true;
+  }
+
+  /** The child runs this machine's moves started, not yet stored. */
+  List<ChildStart> childStarts() {
+    return childStarts;
+  }
+
+  /** The child runs to cancel with this run. */
+  List<String> childrenToCancel() {
+    return childrenToCancel;
+  }
+
+  int depth() {
+    return depth;
+  }
+
+  /**
+   * The current step's child run {@code childId} ended: the step succeeds with {@code output} or
+   * fails ({@code child_failed}), and the run moves on. False when the run does not wait for it.
+   */
+  boolean childEnded(String childId, String childStatus, JsonNode output, JsonNode childError) {
+    if (!waitsFor(childId)) {
+      return false;
+    }
+    if (childStatus.equals(RunStatus.SUCCEEDED.wireName())) {
+      completeStep(output == null ? NullNode.getInstance() : output);
+    } else {
+      String why = childError != null && childError.hasNonNull("message")
+          ? ": " + childError.path("code").asText() + ": " + childError.path("message").asText() : "";
+      failStep("child_failed", null, "child run " + childId + " ended " + childStatus + why);
+    }
+    return true;
+  }
+
+  /** The current step's child run {@code childId} could not be started ({@code code}, e.g. workflow_not_found). */
+  boolean childNotStarted(String childId, String code, String message) {
+    if (!waitsFor(childId)) {
+      return false;
+    }
+    failStep(code, null, message);
+    return true;
+  }
+
+  /**
+   * The current step's child run {@code childId} waits for a person's approval (or no longer does):
+   * the step shows {@code waiting} (or {@code running}). False when nothing changed.
+   */
+  boolean childAwaitsApproval(String childId, boolean awaits) {
+    String shown = awaits ? "waiting" : "running";
+    if (!waitsFor(childId) || step(currentStep).path("status").asText().equals(shown)) {
+      return false;
+    }
+    step(currentStep).put("status", shown);
+    return true;
+  }
+
+  /** Whether the run stands at a step that waits for child run {@code childId}. */
+  private boolean waitsFor(String childId) {
+    return !ended() && currentStep >= 0 && currentStep < steps.size() && !isDone(step(currentStep))
+        && childId.equals(step(currentStep).path("child_run_id").asText(null));
+  }
+
   /** The current step's {@code if} is false: it is skipped (its output null), and the run goes on. */
   private void skipStep() {
     finishStep(currentStep, "skipped", null);
@@ -263,6 +369,10 @@ public final class WorkflowRunMachine extends RunMachine {
 
   @Override
   protected void canceled() {
+    if (currentStep >= 0 && currentStep < steps.size() && !isDone(step(currentStep))
+        && step(currentStep).hasNonNull("child_run_id")) {
+      childrenToCancel.add(step(currentStep).get("child_run_id").asText());
+    }
     ObjectNode open = openAttempt();
     if (open != null) {
       finishAttempt(open, open.get("attempt").asInt(), "canceled", null, "the run was canceled during the call");

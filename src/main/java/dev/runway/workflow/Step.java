@@ -19,11 +19,12 @@ import java.util.Map;
 import java.util.Set;
 
 /**
- * One step of a workflow: an HTTP call to the caller's tool, an approval, or a durable delay. Every
+ * One step of a workflow: an HTTP call to the caller's tool, an approval, a durable delay, or a run
+ * of another workflow (a child run the step waits for). Every
  * step has an id (later steps read its output by it), may run only {@code if} an expression holds,
  * and may let the run go on when it fails ({@code on_failure: continue}); see {@link Flow}.
  */
-public sealed interface Step permits Step.Http, Step.Approval, Step.Delay {
+public sealed interface Step permits Step.Http, Step.Approval, Step.Delay, Step.Workflow {
   int MAX_STEPS = 100;
   /** The fields every type of step has. */
   Set<String> FLOW_FIELDS = Set.of("id", "if", "on_failure");
@@ -84,6 +85,30 @@ public sealed interface Step permits Step.Http, Step.Approval, Step.Delay {
     }
   }
 
+  /**
+   * Starts a run of another workflow of the workspace (a child run, same project) with
+   * {@code inputs} (an object, its strings templates; null: {@code {}}) and waits for it: its output
+   * becomes the step's, and its failure fails the step. The child is a run of its own
+   * ({@code parent_run_id}), started in the commit that reaches the step.
+   */
+  record Workflow(String workflow, JsonNode inputs, Flow flow) implements Step {
+    public String type() {
+      return "workflow";
+    }
+
+    /** The child's inputs, made from the run's data; throws ExpressionFailed when they cannot be made or are not an object. */
+    public ObjectNode inputs(Map<String, JsonNode> vars) {
+      if (inputs == null) {
+        return Json.MAPPER.createObjectNode();
+      }
+      JsonNode made = JsonTemplate.compile(inputs, "inputs").evaluate(vars);
+      if (!made.isObject()) {
+        throw new ExpressionFailed(inputs.toString(), "inputs must give a JSON object, not " + Json.kindOf(made));
+      }
+      return (ObjectNode) made;
+    }
+  }
+
   /** Parses and checks a steps array; a bad step is a 400 naming steps[i].field. */
   static List<Step> parseAll(JsonNode steps) {
     if (steps.size() > MAX_STEPS) {
@@ -109,7 +134,7 @@ public sealed interface Step permits Step.Http, Step.Approval, Step.Delay {
     ObjectNode step = (ObjectNode) node;
     JsonNode type = step.get("type");
     if (type == null || !type.isTextual()) {
-      throw DomainException.invalid(at + ".type", at + ".type is required: http, approval or delay");
+      throw DomainException.invalid(at + ".type", at + ".type is required: http, approval, delay or workflow");
     }
     String prefix = at + ".";
     return switch (type.textValue()) {
@@ -139,8 +164,21 @@ public sealed interface Step permits Step.Http, Step.Approval, Step.Delay {
         }
         yield new Delay(f.optionalLong("seconds", 0, 0, 31_536_000), flow(f, step, prefix, index));
       }
+      case "workflow" -> {
+        JsonFields f = JsonFields.of(step, fields("workflow", "inputs"), prefix);
+        String workflow = f.requiredSlug("workflow");
+        JsonNode inputs = step.hasNonNull("inputs") ? step.get("inputs") : null;
+        if (inputs != null && !inputs.isObject() && !inputs.isTextual()) {
+          throw DomainException.invalid(prefix + "inputs", prefix + "inputs must be a JSON object (or one "
+              + "{{ expression }} that gives one), not " + Json.kindOf(inputs));
+        }
+        if (inputs != null) {
+          JsonTemplate.compile(inputs, prefix + "inputs");
+        }
+        yield new Workflow(workflow, inputs, flow(f, step, prefix, index));
+      }
       default -> throw DomainException.invalid(at + ".type",
-          at + ".type must be http, approval or delay, not '" + type.textValue() + "'");
+          at + ".type must be http, approval, delay or workflow, not '" + type.textValue() + "'");
     };
   }
 
@@ -235,6 +273,11 @@ public sealed interface Step permits Step.Http, Step.Approval, Step.Delay {
       target.put("timeout_s", a.timeoutSeconds());
     } else if (step instanceof Delay d) {
       target.put("seconds", d.seconds());
+    } else if (step instanceof Workflow w) {
+      target.put("workflow", w.workflow());
+      if (w.inputs() != null) {
+        target.set("inputs", w.inputs());
+      }
     }
     // The flow's fields only when given, so that a definition without them is stored as before.
     Flow flow = step.flow();

@@ -11,7 +11,12 @@ import dev.runway.quota.QuotaDao;
 import dev.runway.quota.Quotas;
 import dev.runway.secret.SecretUse;
 import java.time.Instant;
+import dev.runway.core.Json;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
 import java.util.Objects;
+import java.util.Set;
 import java.util.Optional;
 import org.jdbi.v3.core.Jdbi;
 
@@ -84,6 +89,7 @@ public final class WorkflowService {
       Instant now = Time.now();
       quotas.lock(h, workspaceId, now); // the workspace made if new, then locked
       WorkflowDao dao = h.attach(WorkflowDao.class);
+      refuseCycles(dao, workspaceId, id, definition.parsedSteps());
       Optional<Workflow> existing = dao.findForUpdate(workspaceId, id);
       Workflow workflow = new Workflow(workspaceId, id, definition.name(), definition.description(),
           definition.requiresApproval(), definition.stepsJson(), Trigger.toJson(definition.triggers()),
@@ -104,6 +110,52 @@ public final class WorkflowService {
       definition.triggers().forEach(t -> dao.insertTrigger(workspaceId, id, t));
       return new Saved(workflow, existing.isEmpty());
     });
+  }
+
+  /** How many workflows a put follows through their workflow steps, looking for a way back to itself. */
+  private static final int MAX_WORKFLOWS_FOLLOWED = 200;
+
+  /**
+   * Refuses a workflow that would call itself, directly or through the workflows its workflow steps
+   * call as they are stored now: a 400 naming the step, with the way round. (A cycle made later by
+   * editing another workflow is refused at that workflow's put; the run-time depth bound stops the rest.)
+   */
+  private static void refuseCycles(WorkflowDao dao, String workspaceId, String id, List<Step> steps) {
+    Set<String> seen = new HashSet<>();
+    for (int i = 0; i < steps.size(); i++) {
+      if (steps.get(i) instanceof Step.Workflow call) {
+        List<String> way = wayBack(dao, workspaceId, id, call.workflow(), new ArrayList<>(List.of(id)), seen);
+        if (way != null) {
+          throw DomainException.invalid("steps[" + i + "].workflow", "steps[" + i + "].workflow: workflow '" + id
+              + "' would call itself (" + String.join(" → ", way) + "): a workflow may not call itself, "
+              + "directly or through others");
+        }
+      }
+    }
+  }
+
+  /** The way from {@code path} through {@code next} back to {@code target}, or null when there is none. */
+  private static List<String> wayBack(WorkflowDao dao, String workspaceId, String target, String next,
+      List<String> path, Set<String> seen) {
+    path.add(next);
+    if (next.equals(target)) {
+      return path;
+    }
+    if (seen.add(next) && seen.size() <= MAX_WORKFLOWS_FOLLOWED) {
+      Optional<Workflow> stored = dao.find(workspaceId, next).filter(w -> !w.archived());
+      if (stored.isPresent()) {
+        for (Step step : Step.parseAll(Json.tree(stored.get().steps()))) {
+          if (step instanceof Step.Workflow call) {
+            List<String> way = wayBack(dao, workspaceId, target, call.workflow(), path, seen);
+            if (way != null) {
+              return way;
+            }
+          }
+        }
+      }
+    }
+    path.remove(path.size() - 1);
+    return null;
   }
 
   private static boolean sameDefinition(Workflow a, Workflow b) {

@@ -102,6 +102,25 @@ class ConsoleRunsTest {
   }
 
   @BothDatabases
+  void a_parent_and_its_child_run_link_to_each_other(Api api) {
+    api.test(http -> {
+      assertEquals(201, http.put("/v1/workflows/child", "{\"requires_approval\":true}").status());
+      assertEquals(201, http.put("/v1/workflows/parent", "{\"steps\":[{\"type\":\"workflow\",\"workflow\":\"child\"}]}")
+          .status());
+      String parent = start(http, "parent", "demo");
+      String child = http.get("/v1/runs/" + parent).json().get("steps").get(0).get("child_run_id").asText();
+      Browser browser = owner(api, http);
+      Browser.Page page = browser.get("/console/runs/" + parent);
+      assertTrue(page.body().contains("<a href=\"/console/runs/" + child + "\">child run"), page::toString);
+      assertTrue(page.body().contains("<span class=\"status waiting\">waiting</span>"), "the child awaits approval");
+      Browser.Page childPage = browser.get("/console/runs/" + child);
+      assertTrue(childPage.body().contains("<dt>Started by</dt><dd><a href=\"/console/runs/" + parent + "\">"),
+          childPage::toString);
+      assertTrue(childPage.body().contains("Approve"), "the child's approval is decided on its own page");
+    });
+  }
+
+  @BothDatabases
   void approve_reject_and_cancel_follow_the_apis_rules(Api api) {
     api.workflow("gated", true);
     api.test(http -> {

@@ -1,0 +1,171 @@
+package dev.runway.run;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import dev.runway.agent.ToolSchemas;
+import dev.runway.core.Json;
+import dev.runway.core.Time;
+import dev.runway.db.Tx;
+import dev.runway.workflow.Workflow;
+import dev.runway.workflow.WorkflowDao;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
+
+/**
+ * Child runs (a workflow step of type {@code workflow}), kept in step with their parents in the
+ * commits that move either: a child is stored in the commit of the move that reached its step; the
+ * parent's step completes (or fails) in the commit that ends the child, and shows {@code waiting}
+ * while the child waits for approval; canceling a run cancels its children in the same commit. No
+ * thread waits for a child. Rows are locked parent first, then child, in every such commit.
+ */
+final class ChildRuns {
+  private final RunMachines machines;
+  private final long approvalTimeoutSeconds;
+  private final Runnable runDue;
+
+  /** Approval gates of a child without a time-out of their own get {@code approvalTimeoutSeconds}; {@code runDue} wakes the engine. */
+  ChildRuns(RunMachines machines, long approvalTimeoutSeconds, Runnable runDue) {
+    this.machines = machines;
+    this.approvalTimeoutSeconds = approvalTimeoutSeconds;
+    this.runDue = runDue;
+  }
+
+  /**
+   * Before {@code next} (the new state of {@code m}'s run) is saved: locks its parent when the save
+   * will change the parent (the child ends, or starts or stops waiting for approval), so that the
+   * parent is locked before the child, as a cancel locks them. Returns the parent as locked, or null.
+   */
+  Run lockParent(Tx tx, RunMachine m, Run next) {
+    if (next.parentRunId() == null) {
+      return null;
+    }
+    if (!next.isEnded() && awaitsApproval(m.base) == awaitsApproval(next)) {
+      return null;
+    }
+    tx.flush(); // the parent may have been inserted in this transaction, by a batch not yet executed
+    return tx.dao(RunDao.class).findForUpdate(next.workspaceId(), next.parentRunId()).orElse(null);
+  }
+
+  /** After {@code next} was saved: starts and cancels the children its moves asked for, and tells {@code parent} (locked by {@link #lockParent}). */
+  void saved(Tx tx, RunMachine m, Run next, Run parent) {
+    if (m instanceof WorkflowRunMachine w) {
+      for (WorkflowRunMachine.ChildStart child : w.childStarts()) {
+        start(tx, next, w.depth() + 1, child);
+      }
+      for (String child : w.childrenToCancel()) {
+        cancel(tx, next, child);
+      }
+    }
+    if (parent != null) {
+      tell(tx, parent, next);
+    }
+  }
+
+  /** Stores a child run of {@code parent}, with its first moves; a child that cannot start fails the parent's step. */
+  private void start(Tx tx, Run parent, int depth, WorkflowRunMachine.ChildStart child) {
+    Optional<Workflow> workflow = tx.dao(WorkflowDao.class).find(parent.workspaceId(), child.workflow())
+        .filter(w -> !w.archived());
+    if (workflow.isEmpty()) {
+      tx.flush();
+      Run locked = tx.dao(RunDao.class).findForUpdate(parent.workspaceId(), parent.id()).orElseThrow();
+      WorkflowRunMachine pm = machines.workflow(locked, Time.now());
+      if (pm.childNotStarted(child.runId(), "workflow_not_found", "no workflow '" + child.workflow()
+          + "' in the workspace (it was never made, or is archived): its child run was not started")) {
+        save(tx, pm, pm.toRun(locked.leaseOwner(), locked.leaseUntil()));
+      }
+      return;
+    }
+    WorkflowTemplate template = WorkflowTemplate.of(workflow.get(), depth);
+    Instant now = Time.now();
+    Run run = Run.newWorkflowRun(child.runId(), parent.workspaceId(), child.workflow(), parent.project(),
+        workflow.get().requiresApproval(), Json.string(child.inputs()), now, template.definition(), template.steps())
+        .childOf(parent.id());
+    List<Event> events = new ArrayList<>();
+    events.add(RunMachine.started(run, parent.id()));
+    WorkflowRunMachine cm = machines.workflow(run, now);
+    ToolSchemas.Violation broken = template.violation(child.inputs());
+    boolean due = false;
+    if (broken != null) {
+      cm.refuseInputs(broken.field(), broken.message());
+    } else {
+      due = cm.moveUntilWaiting(approvalTimeoutSeconds);
+    }
+    events.addAll(cm.events());
+    Run stored = cm.toRun(null, null);
+    RunDao.insert(tx, stored);
+    RunEvents.store(tx, stored, events);
+    afterInsert(tx, cm, stored);
+    if (due) {
+      tx.afterCommit(runDue);
+    }
+  }
+
+  /**
+   * After a new run {@code stored} (made by {@code m}'s first moves) was stored: does what its moves
+   * ask of other runs, its own children, and its parent when it ended at once.
+   */
+  void afterInsert(Tx tx, RunMachine m, Run stored) {
+    saved(tx, m, stored, lockParent(tx, m, stored));
+  }
+
+  /** Cancels child run {@code childId} of {@code parent} (and so its own children), if it has not ended. */
+  private void cancel(Tx tx, Run parent, String childId) {
+    tx.flush();
+    Optional<Run> child = tx.dao(RunDao.class).findForUpdate(parent.workspaceId(), childId);
+    if (child.isEmpty() || child.get().isEnded()) {
+      return;
+    }
+    RunMachine cm = machines.of(child.get(), Time.now());
+    cm.cancel(parent.id());
+    save(tx, cm, cm.toRun(null, null));
+  }
+
+  /** Tells the parent what became of its child {@code child}: it ended, or waits for approval, or no longer does. */
+  private void tell(Tx tx, Run parent, Run child) {
+    if (parent.isEnded() || parent.isAgent()) {
+      return;
+    }
+    WorkflowRunMachine pm = machines.workflow(parent, Time.now());
+    boolean changed = child.isEnded()
+        ? pm.childEnded(child.id(), child.status(), output(child), child.error() == null ? null : Json.tree(child.error()))
+        : pm.childAwaitsApproval(child.id(), awaitsApproval(child));
+    if (changed) {
+      if (child.isEnded() && pm.moveUntilWaiting(approvalTimeoutSeconds)) {
+        tx.afterCommit(runDue); // it stands at an http step: the engine makes the call
+      }
+      Run next = pm.toRun(parent.leaseOwner(), parent.leaseUntil());
+      save(tx, pm, next);
+    }
+  }
+
+  /**
+   * Whether the run waits for a person: it is at an approval, or its current step waits for a child
+   * that does (so a grandchild's approval shows all the way up).
+   */
+  private static boolean awaitsApproval(Run run) {
+    if (RunStatus.AWAITING_APPROVAL.wireName().equals(run.status())) {
+      return true;
+    }
+    if (run.isAgent() || run.isEnded() || run.currentStep() < 0) {
+      return false;
+    }
+    JsonNode step = Json.tree(run.steps()).path(run.currentStep());
+    return step.path("status").asText().equals("waiting") && step.hasNonNull("child_run_id");
+  }
+
+  /** A run's output as a step passes it on: a workflow run's {@code output}, an agent run's. */
+  private static JsonNode output(Run run) {
+    if (run.isAgent()) {
+      return Json.tree(run.steps()).path("output");
+    }
+    return run.output() == null ? null : Json.tree(run.output());
+  }
+
+  /** Saves a run locked in this transaction; it cannot have changed under the lock. */
+  private static void save(Tx tx, RunMachine m, Run next) {
+    if (!m.saveIn(tx, next)) {
+      throw new IllegalStateException("run " + next.id() + " changed under its row lock");
+    }
+  }
+}
