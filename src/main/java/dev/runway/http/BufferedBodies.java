@@ -29,14 +29,15 @@ import org.eclipse.jetty.util.thread.Scheduler;
  * forms, and any other path without a key) a body is received for anyone, counted by the client's
  * address ({@link ClientAddress}): anonymous console posts sent a byte at a time once held every
  * place in flight too. A body must arrive within {@code timeoutMillis} of the headers (else 408)
- * and be at most the limit of its path (else 413: at once when its Content-Length says so, the
- * body then dropped as it comes before the connection closes, see LingeringClose; of a
+ * and be at most the limit of its path (else 413: at once when its Content-Length says so; of a
  * chunked one nothing past the limit is kept or parsed: the rest is dropped as it comes, up to
  * 1 MiB, then the connection is closed). One key may have at most {@code maxPendingPerKey} bodies
  * still arriving, one client address without a key at most {@code maxPendingPerAddress} (else
  * 429), and all bodies still arriving together hold at most {@code maxPendingBytes} of memory
  * (else 503). Bodies with a key are not counted by client address: behind a load balancer every
- * client has the same one, and one slow client would lock out the others.
+ * client has the same one, and one slow client would lock out the others. After a 413, 429 or 503
+ * answered with the body still to come, the connection closes once what the client still sends of
+ * it is dropped (see {@link #refuseUnread}).
  *
  * <p>A body that came with its headers is handed on at once, counted nowhere, without a timer.
  */
@@ -72,10 +73,7 @@ public final class BufferedBodies extends Handler.Wrapper {
     String path = request.getHttpURI().getPath();
     int maxBytes = maxBytesOf.applyAsInt(path);
     if (declared > maxBytes) {
-      LingeringClose linger = new LingeringClose(request, callback);
-      response.getHeaders().put(HttpHeader.CONNECTION, "close"); // no client may send another request on it
-      Response.writeError(request, response, Callback.from(linger::start, callback::failed),
-          HttpStatus.PAYLOAD_TOO_LARGE_413, tooLarge(maxBytes));
+      refuseUnread(request, response, callback, HttpStatus.PAYLOAD_TOO_LARGE_413, tooLarge(maxBytes));
       return true;
     }
     Principal caller = callerOf.apply(request.getHeaders().get(HttpHeader.AUTHORIZATION));
@@ -104,12 +102,42 @@ public final class BufferedBodies extends Handler.Wrapper {
   }
 
   /**
-   * What follows a 413 answered from the Content-Length alone: the connection's output is closed
-   * (the client reads the answer to its end), then what the client still sends of its body is read
-   * and dropped, up to MAX_DISCARDED_BYTES and for at most the body timeout, before the request
-   * ends and the connection closes. Closed with the body still arriving, the connection would be
-   * reset, and a client that sent its body with its headers (as most do) could lose the 413 to it.
+   * Answers {@code status} before the rest of the body is read, then closes the connection without
+   * resetting it under the answer: the answer says Connection: close, and once it is written the
+   * connection's output is closed (the client reads the answer to its end) and what the client
+   * still sends of its body is read and dropped, up to MAX_DISCARDED_BYTES and for at most the body
+   * timeout, before the request ends and Jetty closes the connection. Closed with the body still
+   * arriving, the connection would be reset, and a client still sending (as one that sent its body
+   * with its headers is) could lose the answer to it. Holds no thread meanwhile.
+   *
+   * <p>The answer is written without Jetty's consuming of what has arrived (see {@link Unconsumed}):
+   * when the body is not all there yet, that consuming ends it with a failure for every later read,
+   * and the dropping stopped at once, before the rest of the body came.
    */
+  private void refuseUnread(Request request, Response response, Callback callback, int status, String detail) {
+    response.getHeaders().put(HttpHeader.CONNECTION, "close"); // no client may send another request on it
+    LingeringClose linger = new LingeringClose(request, callback);
+    Response.writeError(new Unconsumed(request), response, Callback.from(linger::start, callback::failed), status,
+        detail);
+  }
+
+  /**
+   * The request as {@link Response#writeError} sees it: its consumeAvailable leaves the body alone.
+   * Jetty's reads what has arrived and, if that is not the whole body, puts a failure in place of the
+   * rest, so LingeringClose would read that failure first and stop before the body ends.
+   */
+  private static final class Unconsumed extends Request.Wrapper {
+    Unconsumed(Request request) {
+      super(request);
+    }
+
+    @Override
+    public boolean consumeAvailable() {
+      return false;
+    }
+  }
+
+  /** What follows an answer given before the body was read: see {@link #refuseUnread}. */
   private final class LingeringClose implements Runnable {
     private final Request request;
     private final Callback callback;
@@ -217,7 +245,7 @@ public final class BufferedBodies extends Handler.Wrapper {
         if (waiting && !reserve(size)) {
           chunk.release();
           response.getHeaders().put(HttpHeader.RETRY_AFTER, "1");
-          refuse(HttpStatus.SERVICE_UNAVAILABLE_503, "the server holds as many request bodies still arriving as "
+          refuseUnread(HttpStatus.SERVICE_UNAVAILABLE_503, "the server holds as many request bodies still arriving as "
               + "it may; retry shortly");
           return;
         }
@@ -239,13 +267,14 @@ public final class BufferedBodies extends Handler.Wrapper {
       waiting = true;
       if (pendingByHolder.computeIfAbsent(holder, k -> new AtomicInteger()).incrementAndGet() > maxPending) {
         response.getHeaders().put(HttpHeader.RETRY_AFTER, "1");
-        refuse(HttpStatus.TOO_MANY_REQUESTS_429, (holder.startsWith("ip ") ? "this client address" : "this API key")
-            + " has " + maxPending + " request bodies still arriving; send the next one when one of them is complete");
+        refuseUnread(HttpStatus.TOO_MANY_REQUESTS_429,
+            (holder.startsWith("ip ") ? "this client address" : "this API key") + " has " + maxPending
+                + " request bodies still arriving; send the next one when one of them is complete");
         return false;
       }
       if (!reserve(body.size())) {
         response.getHeaders().put(HttpHeader.RETRY_AFTER, "1");
-        refuse(HttpStatus.SERVICE_UNAVAILABLE_503, "the server holds as many request bodies still arriving as it "
+        refuseUnread(HttpStatus.SERVICE_UNAVAILABLE_503, "the server holds as many request bodies still arriving as it "
             + "may; retry shortly");
         return false;
       }
@@ -264,9 +293,17 @@ public final class BufferedBodies extends Handler.Wrapper {
       return true;
     }
 
+    /** Answers once the body is read (or past saving: too large, late); Jetty closes the connection as it sees fit. */
     private void refuse(int status, String detail) {
       if (settle()) {
         Response.writeError(request, response, callback, status, detail);
+      }
+    }
+
+    /** Answers with the rest of the body still to come, then reads and drops it (no read may be pending). */
+    private void refuseUnread(int status, String detail) {
+      if (settle()) {
+        BufferedBodies.this.refuseUnread(request, response, callback, status, detail);
       }
     }
 
