@@ -1,6 +1,10 @@
 package dev.runway.run;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.runway.agent.Agent;
+import dev.runway.agent.AgentDao;
+import dev.runway.agent.AgentDefinition;
 import dev.runway.agent.ToolSchemas;
 import dev.runway.core.Json;
 import dev.runway.core.Time;
@@ -64,27 +68,27 @@ final class ChildRuns {
 
   /** Stores a child run of {@code parent}, with its first moves; a child that cannot start fails the parent's step. */
   private void start(Tx tx, Run parent, int depth, WorkflowRunMachine.ChildStart child) {
+    if (child.agent() != null) {
+      startAgent(tx, parent, child);
+      return;
+    }
     Optional<Workflow> workflow = tx.dao(WorkflowDao.class).find(parent.workspaceId(), child.workflow())
         .filter(w -> !w.archived());
     if (workflow.isEmpty()) {
-      tx.flush();
-      Run locked = tx.dao(RunDao.class).findForUpdate(parent.workspaceId(), parent.id()).orElseThrow();
-      WorkflowRunMachine pm = machines.workflow(locked, Time.now());
-      if (pm.childNotStarted(child.runId(), "workflow_not_found", "no workflow '" + child.workflow()
-          + "' in the workspace (it was never made, or is archived): its child run was not started")) {
-        save(tx, pm, pm.toRun(locked.leaseOwner(), locked.leaseUntil()));
-      }
+      notStarted(tx, parent, child, "workflow_not_found", "no workflow '" + child.workflow()
+          + "' in the workspace (it was never made, or is archived): its child run was not started");
       return;
     }
     WorkflowTemplate template = WorkflowTemplate.of(workflow.get(), depth);
     Instant now = Time.now();
+    ObjectNode inputs = (ObjectNode) child.input();
     Run run = Run.newWorkflowRun(child.runId(), parent.workspaceId(), child.workflow(), parent.project(),
-        workflow.get().requiresApproval(), Json.string(child.inputs()), now, template.definition(), template.steps())
+        workflow.get().requiresApproval(), Json.string(inputs), now, template.definition(), template.steps())
         .childOf(parent.id());
     List<Event> events = new ArrayList<>();
     events.add(RunMachine.started(run, parent.id()));
     WorkflowRunMachine cm = machines.workflow(run, now);
-    ToolSchemas.Violation broken = template.violation(child.inputs());
+    ToolSchemas.Violation broken = template.violation(inputs);
     boolean due = false;
     if (broken != null) {
       cm.refuseInputs(broken.field(), broken.message());
@@ -98,6 +102,53 @@ final class ChildRuns {
     afterInsert(tx, cm, stored);
     if (due) {
       tx.afterCommit(runDue);
+    }
+  }
+
+  /**
+   * Stores a child agent run of {@code parent} with its first messages (the agent as it is now, its
+   * own model); a missing or archived agent fails the parent's step. The workspace's token quota and
+   * the agent's limits apply to it as to any agent run, at its model calls.
+   */
+  private void startAgent(Tx tx, Run parent, WorkflowRunMachine.ChildStart child) {
+    Optional<Agent> agent = tx.dao(AgentDao.class).find(parent.workspaceId(), child.agent()).filter(a -> !a.archived());
+    if (agent.isEmpty()) {
+      notStarted(tx, parent, child, "agent_not_found", "no agent '" + child.agent()
+          + "' in the workspace (it was never made, or is archived): its run was not started");
+      return;
+    }
+    AgentDefinition definition = AgentDefinition.of(agent.get());
+    Instant now = Time.now();
+    Run run = Run.newAgentRun(child.runId(), parent.workspaceId(), child.agent(), parent.project(),
+        definition.requiresApproval(), Json.string(child.input()), now,
+        AgentRunMachine.definitionJson(definition, definition.model()),
+        AgentRunMachine.initialProgress(now.plusSeconds(definition.limits().timeoutSeconds()))).childOf(parent.id());
+    List<Event> events = new ArrayList<>();
+    events.add(RunMachine.started(run, parent.id()));
+    AgentRunMachine am = machines.agent(run, now);
+    am.begin(child.input());
+    boolean due = am.moveUntilWaiting(approvalTimeoutSeconds, 1) != AgentRunMachine.Next.NOTHING;
+    events.addAll(am.events());
+    Run stored = am.toRun(null, null);
+    RunDao.insert(tx, stored);
+    RunEvents.store(tx, stored, events);
+    RunMessageDao.insert(tx, am.messages());
+    afterInsert(tx, am, stored);
+    if (due) {
+      tx.afterCommit(runDue);
+    }
+  }
+
+  /** The parent's step could not start its child ({@code code}): it fails, in this commit. */
+  private void notStarted(Tx tx, Run parent, WorkflowRunMachine.ChildStart child, String code, String message) {
+    tx.flush();
+    Run locked = tx.dao(RunDao.class).findForUpdate(parent.workspaceId(), parent.id()).orElseThrow();
+    WorkflowRunMachine pm = machines.workflow(locked, Time.now());
+    if (pm.childNotStarted(child.runId(), code, message)) {
+      if (pm.moveUntilWaiting(approvalTimeoutSeconds)) {
+        tx.afterCommit(runDue);
+      }
+      save(tx, pm, pm.toRun(locked.leaseOwner(), locked.leaseUntil()));
     }
   }
 

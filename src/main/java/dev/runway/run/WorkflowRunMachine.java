@@ -42,8 +42,12 @@ public final class WorkflowRunMachine extends RunMachine {
   /** A run's stored definition, parsed: its steps, what makes its output (null: none), how deep it nests. */
   record Definition(List<Step> steps, JsonTemplate output, int depth) {}
 
-  /** A child run of {@code workflow} that the step {@code step} starts, with the id {@code runId}. */
-  record ChildStart(int step, String runId, String workflow, ObjectNode inputs) {}
+  /**
+   * A child run that the step {@code step} starts, with the id {@code runId}: of workflow
+   * {@code workflow} with {@code input} (an object), or of agent {@code agent} with {@code input}
+   * (text or an object). One of workflow and agent is null.
+   */
+  record ChildStart(int step, String runId, String workflow, String agent, JsonNode input) {}
 
   /** The machine of {@code run}, its definition parsed now (see {@link RunMachines}, which keeps them parsed). */
   public WorkflowRunMachine(Run run, Instant now) {
@@ -131,8 +135,8 @@ public final class WorkflowRunMachine extends RunMachine {
         awaitApproval(gate.timeoutSeconds());
         return false;
       }
-      if (step instanceof Step.Workflow call) {
-        if (!step(currentStep).hasNonNull("child_run_id") && !startChild(call)) {
+      if (step instanceof Step.Workflow || step instanceof Step.Agent) {
+        if (!step(currentStep).hasNonNull("child_run_id") && !startChild(step)) {
           continue; // the child could not start: the step failed, and the run unless the step goes on
         }
         dueAt = null; // the child's end moves the run on
@@ -257,26 +261,29 @@ public final class WorkflowRunMachine extends RunMachine {
   }
 
   /**
-   * Starts a child run for a workflow step: makes its inputs, names it in the step and keeps it for
+   * Starts a child run for a workflow or agent step: makes its input, names it in the step and keeps it for
    * {@link ChildRuns} to store in this move's commit. False when it cannot (its inputs fail, or the
    * run is nested {@link #MAX_DEPTH} deep): the step failed.
    */
-  private boolean startChild(Step.Workflow call) {
+  private boolean startChild(Step step) {
+    String workflow = step instanceof Step.Workflow call ? call.workflow() : null;
+    String agent = step instanceof Step.Agent call ? call.agent() : null;
     if (depth >= MAX_DEPTH) {
-      failStep("max_depth_exceeded", null, "workflow '" + call.workflow() + "' was not started: runs nest at most "
-          + MAX_DEPTH + " deep (a workflow step in a child run's child …)");
+      failStep("max_depth_exceeded", null, (workflow != null ? "workflow '" + workflow : "agent '" + agent)
+          + "' was not started: runs nest at most " + MAX_DEPTH + " deep (a child run's child's …)");
       return false;
     }
-    ObjectNode inputs;
+    JsonNode input;
     try {
-      inputs = call.inputs(expressionVariables());
+      input = workflow != null ? ((Step.Workflow) step).inputs(expressionVariables())
+          : ((Step.Agent) step).input(expressionVariables());
     } catch (ExpressionFailed e) {
-      failStep("expression_failed", null, "inputs: " + e.getMessage());
+      failStep("expression_failed", null, (workflow != null ? "inputs: " : "input: ") + e.getMessage());
       return false;
     }
     String childId = Ids.newId("run", now.toEpochMilli());
     step(currentStep).put("status", "running").put("started_at", Json.TIME.format(now)).put("child_run_id", childId);
-    childStarts.add(new ChildStart(currentStep, childId, call.workflow(), inputs));
+    childStarts.add(new ChildStart(currentStep, childId, workflow, agent, input));
     record("step.waiting", ENGINE, currentStep, null, Map.of("child_run_id", childId));
     return true;
   }

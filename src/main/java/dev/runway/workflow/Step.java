@@ -20,11 +20,11 @@ import java.util.Set;
 
 /**
  * One step of a workflow: an HTTP call to the caller's tool, an approval, a durable delay, or a run
- * of another workflow (a child run the step waits for). Every
+ * of another workflow or of an agent (a child run the step waits for). Every
  * step has an id (later steps read its output by it), may run only {@code if} an expression holds,
  * and may let the run go on when it fails ({@code on_failure: continue}); see {@link Flow}.
  */
-public sealed interface Step permits Step.Http, Step.Approval, Step.Delay, Step.Workflow {
+public sealed interface Step permits Step.Http, Step.Approval, Step.Delay, Step.Workflow, Step.Agent {
   int MAX_STEPS = 100;
   /** The fields every type of step has. */
   Set<String> FLOW_FIELDS = Set.of("id", "if", "on_failure");
@@ -109,6 +109,26 @@ public sealed interface Step permits Step.Http, Step.Approval, Step.Delay, Step.
     }
   }
 
+  /**
+   * Starts a run of an agent of the workspace (a child run, same project) with {@code input} (text
+   * or an object, its strings templates) and waits for it: the agent's output becomes the step's,
+   * and the run's failure fails the step.
+   */
+  record Agent(String agent, JsonNode input, Flow flow) implements Step {
+    public String type() {
+      return "agent";
+    }
+
+    /** The agent's input, made from the run's data: text or an object; throws ExpressionFailed otherwise. */
+    public JsonNode input(Map<String, JsonNode> vars) {
+      JsonNode made = JsonTemplate.compile(input, "input").evaluate(vars);
+      if (!made.isObject() && !made.isTextual()) {
+        throw new ExpressionFailed(input.toString(), "input must give text or a JSON object, not " + Json.kindOf(made));
+      }
+      return made;
+    }
+  }
+
   /** Parses and checks a steps array; a bad step is a 400 naming steps[i].field. */
   static List<Step> parseAll(JsonNode steps) {
     if (steps.size() > MAX_STEPS) {
@@ -134,7 +154,7 @@ public sealed interface Step permits Step.Http, Step.Approval, Step.Delay, Step.
     ObjectNode step = (ObjectNode) node;
     JsonNode type = step.get("type");
     if (type == null || !type.isTextual()) {
-      throw DomainException.invalid(at + ".type", at + ".type is required: http, approval, delay or workflow");
+      throw DomainException.invalid(at + ".type", at + ".type is required: http, approval, delay, workflow or agent");
     }
     String prefix = at + ".";
     return switch (type.textValue()) {
@@ -177,8 +197,19 @@ public sealed interface Step permits Step.Http, Step.Approval, Step.Delay, Step.
         }
         yield new Workflow(workflow, inputs, flow(f, step, prefix, index));
       }
+      case "agent" -> {
+        JsonFields f = JsonFields.of(step, fields("agent", "input"), prefix);
+        String agent = f.requiredSlug("agent");
+        JsonNode input = step.get("input");
+        if (input == null || !(input.isObject() || input.isTextual())) {
+          throw DomainException.invalid(prefix + "input", prefix + "input is required: text or a JSON object (its "
+              + "strings may hold {{ expressions }})");
+        }
+        JsonTemplate.compile(input, prefix + "input");
+        yield new Agent(agent, input, flow(f, step, prefix, index));
+      }
       default -> throw DomainException.invalid(at + ".type",
-          at + ".type must be http, approval, delay or workflow, not '" + type.textValue() + "'");
+          at + ".type must be http, approval, delay, workflow or agent, not '" + type.textValue() + "'");
     };
   }
 
@@ -278,6 +309,8 @@ public sealed interface Step permits Step.Http, Step.Approval, Step.Delay, Step.
       if (w.inputs() != null) {
         target.set("inputs", w.inputs());
       }
+    } else if (step instanceof Agent a) {
+      target.put("agent", a.agent()).set("input", a.input());
     }
     // The flow's fields only when given, so that a definition without them is stored as before.
     Flow flow = step.flow();

@@ -1,0 +1,105 @@
+package dev.runway.engine;
+
+import static dev.runway.support.Problems.assertProblem;
+import static dev.runway.support.Runs.awaitStatus;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import dev.runway.support.Api;
+import dev.runway.support.BothDatabases;
+import dev.runway.support.Http;
+import dev.runway.support.Runs;
+
+/**
+ * The {@code agent} step, through HTTP on both databases with the built-in sandbox model: a child
+ * agent run started in the step's commit, its output passed on, its approval shown in the parent,
+ * cancel cascading, a missing agent.
+ */
+class ChildAgentRunsTest {
+  private static final String ECHO = "{\"model\":\"gpt-4o-mini\",\"instructions\":\"Repeat the input.\"}";
+
+  private static void put(Http http, String path, String body) {
+    Http.Reply reply = http.put(path, body);
+    assertTrue(reply.status() == 200 || reply.status() == 201, reply::toString);
+  }
+
+  @BothDatabases
+  void an_agent_step_runs_the_agent_as_a_child_and_passes_its_output_on(Api api) {
+    try (Engine engine = api.database().startEngine()) {
+      api.test(http -> {
+        put(http, "/v1/agents/echo", ECHO);
+        put(http, "/v1/workflows/ask", """
+            {"steps":[{"id":"ask","type":"agent","agent":"echo","input":"tier for {{ inputs.customer }}"}],
+             "output":{"answer":"{{ steps.ask.output }}"}}""");
+        String parent = Runs.start(http, "ask", "sales", "{\"customer\":\"Ann\"}").get("id").asText();
+        JsonNode run = awaitStatus(http, parent, "succeeded");
+        JsonNode step = run.get("steps").get(0);
+        assertEquals("agent", step.get("type").asText());
+        assertEquals("You said: tier for Ann", step.get("output").asText(), run::toString);
+        assertEquals("You said: tier for Ann", run.get("output").get("answer").asText());
+        String child = step.get("child_run_id").asText();
+        JsonNode agentRun = http.get("/v1/runs/" + child).json();
+        assertEquals("agent", agentRun.get("kind").asText());
+        assertEquals("echo", agentRun.get("agent").asText());
+        assertEquals(parent, agentRun.get("parent_run_id").asText());
+        assertEquals("sales", agentRun.get("project").asText());
+        assertEquals("tier for Ann", agentRun.get("input").asText());
+        assertEquals("succeeded", agentRun.get("status").asText());
+        assertEquals(1, http.get("/v1/runs?parent_run_id=" + parent + "&kind=agent").json().get("data").size());
+        assertEquals(parent, api.storedRun(child).orElseThrow().get("parent_run_id"));
+      });
+    }
+  }
+
+  @BothDatabases
+  void an_agent_waiting_for_approval_shows_in_the_parent_and_cancel_reaches_it(Api api) {
+    api.test(http -> {
+      put(http, "/v1/agents/careful", "{\"model\":\"gpt-4o-mini\",\"instructions\":\"x\",\"requires_approval\":true}");
+      put(http, "/v1/workflows/careful-flow", "{\"steps\":[{\"type\":\"agent\",\"agent\":\"careful\",\"input\":{\"a\":1}}]}");
+      String parent = Runs.start(http, "careful-flow", "demo", "{}").get("id").asText();
+      JsonNode run = http.get("/v1/runs/" + parent).json();
+      assertEquals("waiting", run.get("steps").get(0).get("status").asText(), run::toString);
+      String child = run.get("steps").get(0).get("child_run_id").asText();
+      JsonNode agentRun = http.get("/v1/runs/" + child).json();
+      assertEquals("awaiting_approval", agentRun.get("status").asText());
+      assertEquals("{\"a\":1}", agentRun.get("input").toString());
+      assertEquals(200, http.post("/v1/runs/" + parent + "/cancel", "{}").status());
+      assertEquals("canceled", http.get("/v1/runs/" + child).json().get("status").asText());
+    });
+  }
+
+  @BothDatabases
+  void approving_the_agent_lets_both_finish(Api api) {
+    try (Engine engine = api.database().startEngine()) {
+      api.test(http -> {
+        put(http, "/v1/agents/careful", "{\"model\":\"gpt-4o-mini\",\"instructions\":\"x\",\"requires_approval\":true}");
+        put(http, "/v1/workflows/careful-flow", "{\"steps\":[{\"type\":\"agent\",\"agent\":\"careful\",\"input\":\"hi\"}]}");
+        String parent = Runs.start(http, "careful-flow", "demo", "{}").get("id").asText();
+        String child = http.get("/v1/runs/" + parent).json().get("steps").get(0).get("child_run_id").asText();
+        assertEquals(200, http.post("/v1/runs/" + child + "/approve", "{}").status());
+        JsonNode done = awaitStatus(http, parent, "succeeded");
+        assertEquals("You said: hi", done.get("steps").get(0).get("output").asText());
+      });
+    }
+  }
+
+  @BothDatabases
+  void a_missing_agent_fails_the_step_and_bad_agent_steps_are_400(Api api) {
+    api.test(http -> {
+      put(http, "/v1/workflows/lost", "{\"steps\":[{\"type\":\"agent\",\"agent\":\"nobody\",\"input\":\"x\"}]}");
+      JsonNode run = awaitStatus(http, Runs.start(http, "lost", "demo", "{}").get("id").asText(), "failed");
+      assertEquals("agent_not_found", run.get("error").get("code").asText(), run::toString);
+      assertEquals(0, http.get("/v1/runs?parent_run_id=" + run.get("id").asText()).json().get("data").size());
+
+      assertProblem(http.put("/v1/workflows/bad", "{\"steps\":[{\"type\":\"agent\",\"input\":\"x\"}]}"), 400,
+          "validation_failed", "steps[0].agent");
+      assertProblem(http.put("/v1/workflows/bad", "{\"steps\":[{\"type\":\"agent\",\"agent\":\"a\"}]}"), 400,
+          "validation_failed", "steps[0].input");
+      assertProblem(http.put("/v1/workflows/bad", "{\"steps\":[{\"type\":\"agent\",\"agent\":\"a\",\"input\":[1]}]}"),
+          400, "validation_failed", "steps[0].input");
+      assertProblem(http.put("/v1/workflows/bad", "{\"steps\":[{\"type\":\"agent\",\"agent\":\"a\",\"input\":"
+          + "{\"q\":\"{{ nope }}\"}}]}"), 400, "validation_failed", "steps[0].input.q");
+    });
+  }
+}
