@@ -190,4 +190,46 @@ class OutputSchemaRunsTest {
       });
     }
   }
+
+  @BothDatabases
+  void the_sandbox_answers_a_value_that_matches_the_schema_from_the_input_and_the_tools(Api api) throws Exception {
+    String schema = "{\"type\":\"object\",\"properties\":{"
+        + "\"tier\":{\"enum\":[\"gold\",\"silver\",\"bronze\"]},"
+        + "\"customer\":{\"type\":\"string\"},"
+        + "\"score\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":5},"
+        + "\"ratio\":{\"type\":\"number\",\"exclusiveMinimum\":0.5},"
+        + "\"vip\":{\"type\":\"boolean\"},"
+        + "\"tags\":{\"type\":\"array\",\"items\":{\"$ref\":\"#/$defs/tag\"},\"minItems\":2},"
+        + "\"note\":{\"type\":[\"string\",\"null\"],\"maxLength\":4},"
+        + "\"address\":{\"type\":\"object\",\"properties\":{\"city\":{\"type\":\"string\"}},\"required\":[\"city\",\"zip\"]}},"
+        + "\"required\":[\"tier\",\"customer\",\"score\"],\"additionalProperties\":false,"
+        + "\"$defs\":{\"tag\":{\"const\":\"t\"}}}";
+    try (Engine engine = api.database().startEngine()) {
+      api.test(http -> {
+        assertEquals(201, http.put("/v1/agents/sorter", "{\"model\":\"gpt-4o-mini\",\"output_schema\":" + schema + "}")
+            .status());
+        String id = start(http, "sorter", "{\"customer\":\"Ada\",\"tier\":\"silver\",\"score\":9}");
+        JsonNode run = awaitStatus(http, id, "succeeded");
+        assertEquals(Api.json("{\"tier\":\"silver\",\"customer\":\"Ada\",\"score\":1,\"ratio\":1.5,\"vip\":false,"
+            + "\"tags\":[\"t\",\"t\"],\"note\":\"sand\",\"address\":{\"city\":\"sandbox\",\"zip\":\"sandbox\"}}"),
+            run.get("output"), "an input field of the same name where it fits (score 9 is past the maximum)");
+        assertEquals(List.of("user", "assistant"), roles(messages(http, id)), "matched at once");
+
+        // With a tool: it is called first, and its answer's fields fill the output.
+        assertEquals(201, http.put("/v1/agents/clock", "{\"model\":\"gpt-4o-mini\",\"tools\":[{\"name\":"
+            + "\"current_time\",\"url\":\"builtin:current_time\",\"parameters\":{\"type\":\"object\","
+            + "\"properties\":{\"timezone\":{\"type\":\"string\"}},\"required\":[\"timezone\"]}}],"
+            + "\"output_schema\":{\"type\":\"object\",\"properties\":{\"timezone\":{\"type\":\"string\"},"
+            + "\"day_of_week\":{\"type\":\"string\"},\"asked\":{\"type\":\"string\"}},"
+            + "\"required\":[\"timezone\",\"day_of_week\"]}}").status());
+        String clock = start(http, "clock", "\"Asia/Tokyo\"");
+        JsonNode told = awaitStatus(http, clock, "succeeded").get("output");
+        assertEquals("Asia/Tokyo", told.get("timezone").asText(), told::toString);
+        assertTrue(List.of("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
+            .contains(told.get("day_of_week").asText()), told::toString);
+        assertEquals("Asia/Tokyo", told.get("asked").asText(), "the text input, for a string no field fills");
+        assertEquals(List.of("user", "assistant", "tool", "assistant"), roles(messages(http, clock)));
+      });
+    }
+  }
 }
