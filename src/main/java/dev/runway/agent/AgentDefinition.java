@@ -18,12 +18,13 @@ import java.util.regex.Pattern;
 /**
  * What a caller (or a file under config/agents) gives for an agent, checked field by field, every
  * default filled in: the model it talks to, its instructions, the caller's tools it may call, whether
- * a run needs approval to start, and its limits.
+ * a run needs approval to start, its limits, and the JSON Schema its output must match
+ * ({@code outputSchema}; null: the output is the model's last text).
  */
 public record AgentDefinition(String name, String description, String model, String instructions, List<Tool> tools,
-    boolean requiresApproval, Limits limits) {
+    boolean requiresApproval, Limits limits, JsonNode outputSchema) {
   private static final Set<String> FIELDS =
-      Set.of("name", "description", "model", "instructions", "tools", "requires_approval", "limits");
+      Set.of("name", "description", "model", "instructions", "tools", "requires_approval", "limits", "output_schema");
   private static final Set<String> TOOL_FIELDS =
       Set.of("name", "description", "parameters", "url", "headers", "timeout_ms", "requires_approval");
   private static final Set<String> LIMIT_FIELDS = Set.of("max_turns", "max_tool_calls", "max_total_tokens", "timeout_s");
@@ -35,6 +36,11 @@ public record AgentDefinition(String name, String description, String model, Str
    * where the workspace's daily quota is off.
    */
   public static final long MAX_TOTAL_TOKENS = 1_000_000;
+  /**
+   * The most characters output_schema's JSON may take: it goes to the model with every call (as
+   * response_format), so its tokens are paid at every turn.
+   */
+  public static final int MAX_OUTPUT_SCHEMA_CHARS = 32_768;
 
   /**
    * One of the caller's tools: its name and description and the JSON Schema of its arguments (what
@@ -68,7 +74,25 @@ public record AgentDefinition(String name, String description, String model, Str
         fields.optionalString("instructions", "", 32_768),
         tools(fields.optionalArray("tools")),
         fields.optionalBoolean("requires_approval", false),
-        limits(fields.optionalObject("limits")));
+        limits(fields.optionalObject("limits")),
+        outputSchema(body.get("output_schema")));
+  }
+
+  /** The JSON Schema (of any JSON value) the run's output must match, checked as a tool's parameters are; or null. */
+  private static JsonNode outputSchema(JsonNode schema) {
+    if (schema == null || schema.isNull()) {
+      return null;
+    }
+    if (!schema.isObject()) {
+      throw DomainException.invalid("output_schema", "output_schema must be a JSON Schema: a JSON object such as "
+          + "{\"type\": \"object\", \"properties\": {...}, \"required\": [...]}, not " + Json.kindOf(schema));
+    }
+    if (Json.string(schema).length() > MAX_OUTPUT_SCHEMA_CHARS) {
+      throw DomainException.invalid("output_schema", "output_schema must be at most " + MAX_OUTPUT_SCHEMA_CHARS
+          + " characters of JSON (it is sent to the model at every turn)");
+    }
+    ToolSchemas.checkSchema(schema, "output_schema");
+    return schema;
   }
 
   private static List<Tool> tools(JsonNode tools) {
@@ -146,7 +170,11 @@ public record AgentDefinition(String name, String description, String model, Str
     return fields;
   }
 
-  /** The definition as stored: model, instructions, tools, requires_approval and limits, defaults filled in. */
+  /**
+   * The definition as stored: model, instructions, tools, requires_approval and limits, defaults
+   * filled in, and output_schema only when there is one (so a definition without it is stored as
+   * before, and putting it again changes nothing).
+   */
   public ObjectNode toJson() {
     ObjectNode out = Json.MAPPER.createObjectNode().put("model", model).put("instructions", instructions);
     ArrayNode list = out.putArray("tools");
@@ -161,6 +189,9 @@ public record AgentDefinition(String name, String description, String model, Str
     out.put("requires_approval", requiresApproval);
     out.putObject("limits").put("max_turns", limits.maxTurns()).put("max_tool_calls", limits.maxToolCalls())
         .put("max_total_tokens", limits.maxTotalTokens()).put("timeout_s", limits.timeoutSeconds());
+    if (outputSchema != null) {
+      out.set("output_schema", outputSchema);
+    }
     return out;
   }
 

@@ -1,12 +1,16 @@
 package dev.runway.agent;
 
+import com.fasterxml.jackson.annotation.JsonInclude;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.runway.core.Json;
 import dev.runway.secret.SecretReferences;
 import java.time.Instant;
 
-/** An agent as the API shows it: its definition with every default filled in, literal header values masked. */
+/**
+ * An agent as the API shows it: its definition with every default filled in, literal header values
+ * masked; {@code output_schema} only when the agent has one.
+ */
 public record AgentView(
     String id,
     String name,
@@ -16,6 +20,7 @@ public record AgentView(
     JsonNode tools,
     boolean requiresApproval,
     JsonNode limits,
+    @JsonInclude(JsonInclude.Include.NON_NULL) JsonNode outputSchema,
     Instant createdAt,
     Instant updatedAt,
     Instant archivedAt) {
@@ -28,7 +33,7 @@ public record AgentView(
       ((ObjectNode) d.get("limits")).put("max_total_tokens", AgentDefinition.MAX_TOTAL_TOKENS);
     }
     return new AgentView(a.id(), a.name(), a.description(), d.path("model").asText(), d.path("instructions").asText(),
-        d.path("tools"), d.path("requires_approval").asBoolean(), d.path("limits"), a.createdAt(), a.updatedAt(),
-        a.archivedAt());
+        d.path("tools"), d.path("requires_approval").asBoolean(), d.path("limits"), d.get("output_schema"),
+        a.createdAt(), a.updatedAt(), a.archivedAt());
   }
 }

@@ -21,9 +21,10 @@ import java.util.Map;
 import java.util.Set;
 
 /**
- * The JSON Schemas of tools' arguments (draft 2020-12, networknt's validator): a schema is checked
- * against the meta-schema when the agent is defined, and a model's arguments against the schema
- * before the tool is called. A schema may only refer to itself: a $ref to a URL is never fetched
+ * The JSON Schemas of tools' arguments and of agents' outputs (draft 2020-12, networknt's
+ * validator): a schema is checked against the meta-schema when the agent is defined, and a model's
+ * arguments against the schema before the tool is called (its final answer before the run ends
+ * with it as output). A schema may only refer to itself: a $ref to a URL is never fetched
  * (it would make Runway call any address a definition names). Patterns are RE2's (linear time, see
  * {@link Re2Patterns}), checked when the agent is defined; and a validation has a time budget
  * ({@link SchemaBudget}), so a tenant's schema cannot hold the thread that checks it.
@@ -76,8 +77,16 @@ public final class ToolSchemas {
    * $ref that leads back to itself at the same place): the tool's schema is too costly.
    */
   public static final class TooSlow extends RuntimeException {
+    private final String why;
+
     TooSlow(String why) {
       super("checking the arguments against the tool's parameters " + why, null, false, false);
+      this.why = why;
+    }
+
+    /** What went wrong, without saying what was checked: "took longer than 250 ms", "never ended: …". */
+    public String why() {
+      return why;
     }
   }
 
@@ -92,6 +101,15 @@ public final class ToolSchemas {
       throw DomainException.invalid(param, param + " must be a JSON Schema of an object: {\"type\": \"object\", "
           + "\"properties\": {...}}");
     }
+    checkSchema(schema, param);
+  }
+
+  /**
+   * Checks a JSON Schema of any JSON value (an agent's output_schema) as a tool's parameters are
+   * checked: valid as JSON Schema, RE2 patterns, within {@link #BUDGET}; else a 400 at {@code param}
+   * or the path inside it.
+   */
+  static void checkSchema(JsonNode schema, String param) {
     checkPatterns(schema, param);
     try {
       SchemaBudget.within(BUDGET, () -> {

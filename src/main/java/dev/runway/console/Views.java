@@ -101,10 +101,14 @@ public final class Views {
 
   public record MessageRow(String role, String text) {}
 
-  /** One run: its record, steps (a workflow run) or transcript (an agent run), events, and what may be done. */
+  /**
+   * One run: its record, steps (a workflow run) or transcript (an agent run), its output (text, or a
+   * JSON value pretty-printed when {@code outputIsJson}), events, and what may be done.
+   */
   public record RunDetail(String id, String kind, String what, String project, String status, String created,
-      String updated, String finished, String parentRunId, String inputs, String output, String approval, String failure, List<StepRow> steps,
-      List<MessageRow> transcript, List<EventRow> events, String error, int refresh) {
+      String updated, String finished, String parentRunId, String inputs, String approval, String failure,
+      List<StepRow> steps, List<MessageRow> transcript, String output, boolean outputIsJson, List<EventRow> events,
+      String error, int refresh) {
 
     static RunDetail of(Run run, List<Event> events, List<RunMessage> messages, String error, int refresh) {
       List<StepRow> steps = new java.util.ArrayList<>();
@@ -119,15 +123,20 @@ public final class Views {
               step.path("child_run_id").asText(null)));
         }
       }
+      JsonNode output = run.isAgent() ? (run.steps() == null ? null : Json.tree(run.steps()).path("output"))
+          : run.output() == null ? null : Json.tree(run.output());
+      boolean outputIsJson = output != null && !output.isTextual() && !output.isNull() && !output.isMissingNode();
+      String outputText = output == null || output.isNull() || output.isMissingNode() ? null
+          : outputIsJson ? pretty(Json.string(output)) : output.asText();
       List<MessageRow> transcript = messages.stream().map(m -> new MessageRow(m.role(),
           m.content() != null ? m.content() : m.toolCalls() != null ? "calls " + m.toolCalls() : "")).toList();
       List<EventRow> eventRows = events.stream().map(e -> new EventRow(e.id(), time(e.createdAt()), e.type(),
           e.actor(), e.data() == null ? "" : shorten(Json.tree(e.data())))).toList();
       return new RunDetail(run.id(), run.kind(), run.isAgent() ? run.agentId() : run.workflowId(), run.project(),
           run.status(), time(run.createdAt()), time(run.updatedAt()), run.finishedAt() == null ? null
-          : time(run.finishedAt()), run.parentRunId(), pretty(run.isAgent() ? null : run.inputs()), pretty(run.output()),
-          pretty(run.approval()),
-          pretty(run.error()), steps, transcript, eventRows, error, refresh);
+          : time(run.finishedAt()), run.parentRunId(), pretty(run.isAgent() ? null : run.inputs()),
+          pretty(run.approval()), pretty(run.error()), steps, transcript, outputText, outputIsJson, eventRows, error,
+          refresh);
     }
 
     public boolean awaitingApproval() {

@@ -8,6 +8,7 @@ import dev.runway.core.Json;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Iterator;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
@@ -18,7 +19,9 @@ import java.util.concurrent.CompletableFuture;
  * model's answer: given tools and a new input, it calls the first tool with arguments taken from the
  * input (the input object's fields of the same names; for a text input, the text for the first
  * string parameter); given tool results, it answers with them; without tools, it echoes the input.
- * Usage counts a token per four characters.
+ * Asked for a response_format json_schema, once no tool work is left (tool results are in, it has
+ * no tools, or it was called already), it answers with a JSON value of that schema built from the
+ * input and the tools' answers ({@link SandboxOutput}). Usage counts a token per four characters.
  */
 public final class SandboxModel implements ModelClient {
   @Override
@@ -32,9 +35,17 @@ public final class SandboxModel implements ModelClient {
     ArrayNode messages = (ArrayNode) request.path("messages");
     JsonNode last = messages.get(messages.size() - 1);
     JsonNode tools = request.path("tools");
+    JsonNode format = request.path("response_format");
+    JsonNode schema = format.path("type").asText().equals("json_schema") ? format.path("json_schema").path("schema")
+        : null;
+    boolean structured = schema != null && schema.isObject();
     ObjectNode message = Json.MAPPER.createObjectNode().put("role", "assistant");
     String finish;
-    if (last.path("role").asText().equals("tool")) {
+    if (structured && (last.path("role").asText().equals("tool") || !tools.isArray() || tools.isEmpty()
+        || calledTools(messages))) {
+      message.put("content", Json.string(output(schema, messages)));
+      finish = "stop";
+    } else if (last.path("role").asText().equals("tool")) {
       List<String> results = new ArrayList<>();
       for (int i = messages.size() - 1; i >= 0 && messages.get(i).path("role").asText().equals("tool"); i--) {
         results.add(0, messages.get(i).path("content").asText());
@@ -63,6 +74,50 @@ public final class SandboxModel implements ModelClient {
     answer.putObject("usage").put("prompt_tokens", prompt).put("completion_tokens", completion)
         .put("total_tokens", prompt + completion);
     return answer;
+  }
+
+  /** Whether an earlier answer of the conversation called tools. */
+  private static boolean calledTools(ArrayNode messages) {
+    for (JsonNode m : messages) {
+      if (m.path("role").asText().equals("assistant") && m.path("tool_calls").isArray()
+          && !m.path("tool_calls").isEmpty()) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  /**
+   * A value of the output schema: properties filled from the fields of the input object, then of the
+   * tools' answers that are objects; for a text input, the text as the first string.
+   */
+  private static JsonNode output(JsonNode schema, ArrayNode messages) {
+    Map<String, JsonNode> fields = new LinkedHashMap<>();
+    String text = null;
+    boolean inputSeen = false;
+    for (JsonNode m : messages) {
+      String role = m.path("role").asText();
+      if (!role.equals("tool") && !(role.equals("user") && !inputSeen)) {
+        continue;
+      }
+      JsonNode object = objectOrNull(m.path("content").asText());
+      if (object != null) {
+        object.fields().forEachRemaining(f -> fields.putIfAbsent(f.getKey(), f.getValue()));
+      } else if (role.equals("user")) {
+        text = m.path("content").asText().trim();
+      }
+      inputSeen |= role.equals("user");
+    }
+    return SandboxOutput.of(schema, fields, text);
+  }
+
+  private static JsonNode objectOrNull(String text) {
+    try {
+      JsonNode node = Json.MAPPER.readTree(text);
+      return node != null && node.isObject() ? node : null;
+    } catch (Exception notJson) {
+      return null;
+    }
   }
 
   /** The tool's arguments from the input: fields of the input object by name, or the input text. */

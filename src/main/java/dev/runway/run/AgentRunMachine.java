@@ -20,7 +20,9 @@ import java.util.stream.Collectors;
  * ({@link RunMachine}): turns of the model, each answer stored before anything is done with it,
  * then the tool calls of that answer one after another, each result stored as a tool message,
  * then the next turn, until the model answers without tool calls. Limits, bad tool calls and the
- * model's failures end the run.
+ * model's failures end the run. An agent with an output_schema asks the model for JSON matching it
+ * (response_format) and checks the final answer: a mismatch is sent back once as a user message,
+ * which makes one more turn; a second ends the run with output_invalid.
  *
  * <p>Its progress document: {@code phase} ("model": the next move is a model call; "tools": the
  * last answer's tool calls are being worked through), {@code turns}, {@code messages} (the
@@ -28,13 +30,19 @@ import java.util.stream.Collectors;
  * {@code model_calling} (an attempt started and not recorded), {@code bad_in_a_row} and
  * {@code transcript_chars}, {@code model_endpoint} (of the last model call), {@code last_call_tokens}
  * (the total_tokens of the last answer), {@code tool_calls} (of the last answer: id, name, arguments
- * as the model sent them, status pending, approved, calling or done, attempts).
+ * as the model sent them, status pending, approved, calling or done, attempts), and
+ * {@code output_sent_back} (the turn whose answer did not match output_schema and was sent back;
+ * absent until one did).
  */
 public final class AgentRunMachine extends RunMachine {
   /** Bad tool calls in a row that end the run (invalid_tool_calls). */
   public static final int BAD_CALLS_IN_A_ROW = 3;
   /** Times a tool call cut off by a stop is sent again before it counts as failed. */
   static final int MAX_TOOL_ATTEMPTS = 3;
+  /** The most characters of what is wrong with an answer that go back to the model (and into the error). */
+  static final int MAX_MISMATCH_CHARS = 1000;
+  /** The name of the response_format's schema: the model sees it, Runway does not read it back. */
+  static final String RESPONSE_FORMAT_NAME = "output";
 
   /** The model endpoint of the built-in sandbox model (agents.model.base_url=sandbox). */
   public static final String SANDBOX = "sandbox";
@@ -149,7 +157,8 @@ public final class AgentRunMachine extends RunMachine {
         }
         if (state.get("turns").asInt() >= limits().maxTurns()) {
           fail("max_turns_exceeded", "the model was called " + limits().maxTurns() + " times (limits.max_turns) "
-              + "and still asked for tools", null);
+              + (outputSentBack() ? "and its last answer did not match output_schema" : "and still asked for tools"),
+              null);
           continue;
         }
         dueAt = now;
@@ -300,6 +309,13 @@ public final class AgentRunMachine extends RunMachine {
         function.set("parameters", t.parameters());
       }
     }
+    JsonNode outputSchema = definition.agent().outputSchema();
+    if (outputSchema != null) {
+      // Not strict: OpenAI's strict mode takes only a subset of JSON Schema (every property required,
+      // additionalProperties false, ...) and answers 400 to the rest; Runway checks the answer itself.
+      request.putObject("response_format").put("type", "json_schema").putObject("json_schema")
+          .put("name", RESPONSE_FORMAT_NAME).set("schema", outputSchema);
+    }
     return request;
   }
 
@@ -320,7 +336,8 @@ public final class AgentRunMachine extends RunMachine {
           .put("arguments", c.arguments());
     }
     addMessage("assistant", answer.content(), calls.isEmpty() ? null : Json.string(calls), null);
-    if (answer.content() != null && !answer.content().isBlank()) {
+    boolean textOutput = definition.agent().outputSchema() == null;
+    if (textOutput && answer.content() != null && !answer.content().isBlank()) {
       state.put("output", answer.content());
     }
     record("model_call.finished", ENGINE, null, attempt, data("outcome", "succeeded", "turn", turn,
@@ -333,7 +350,11 @@ public final class AgentRunMachine extends RunMachine {
       return;
     }
     if (answer.toolCalls().isEmpty()) {
-      succeed();
+      if (textOutput) {
+        succeed();
+      } else {
+        finalAnswer(answer.content());
+      }
       return;
     }
     ArrayNode pending = state.putArray("tool_calls");
@@ -343,6 +364,55 @@ public final class AgentRunMachine extends RunMachine {
     }
     state.put("phase", "tools");
     dueAt = now;
+  }
+
+  /**
+   * The answer without tool calls of an agent with an output_schema: JSON matching the schema ends
+   * the run with it as output. Else what is wrong goes back to the model as a user message, stored
+   * with the answer (so a restart sends the same next request), and the model is called once more;
+   * the second time the run fails with output_invalid.
+   */
+  private void finalAnswer(String content) {
+    String wrong = "it is empty";
+    JsonNode value = null;
+    if (content != null && !content.isBlank()) {
+      try {
+        value = Json.parseUntrusted(content.getBytes(java.nio.charset.StandardCharsets.UTF_8));
+      } catch (Json.InvalidJson e) {
+        wrong = "the text " + e.getMessage(); // "is not valid JSON at line 1, column 2", …
+      }
+    }
+    if (value != null) {
+      List<String> violations;
+      try {
+        violations = ToolSchemas.violations(definition.agent().outputSchema(), value);
+      } catch (ToolSchemas.TooSlow e) {
+        fail("schema_budget_exceeded", "checking the answer against output_schema " + e.why()
+            + ": make output_schema simpler", null);
+        return;
+      }
+      if (violations.isEmpty()) {
+        state.set("output", value);
+        succeed();
+        return;
+      }
+      wrong = "it does not match the JSON Schema: " + String.join("; ", violations);
+    }
+    wrong = abbreviate(wrong, MAX_MISMATCH_CHARS);
+    if (state.has("output_sent_back")) {
+      fail("output_invalid", "the model's answer did not match output_schema a second time (the first was sent "
+          + "back): " + wrong, null);
+      return;
+    }
+    state.put("output_sent_back", state.get("turns").asInt());
+    addMessage("user", "Your answer cannot be used: " + wrong + ". Answer again with only a JSON value that "
+        + "matches the JSON Schema of the response format, without any other text.", null, null);
+    dueAt = now;
+  }
+
+  /** Whether the last answer did not match output_schema and was sent back, so the next model call is its retry. */
+  private boolean outputSentBack() {
+    return state.path("output_sent_back").asInt(-1) == state.get("turns").asInt();
   }
 
   /** A model call failed: it is tried again at {@code retryAt}, or (null) the run fails with model_error. */

@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import dev.runway.agent.AgentDefinition;
 import dev.runway.auth.Scope;
 import dev.runway.support.Api;
 import dev.runway.support.BothDatabases;
@@ -191,6 +192,46 @@ class AgentsTest {
       assertProblem(http.get("/v1/agents/triage", otherWorkspace), 404, "agent_not_found");
       assertEquals(0, http.get("/v1/agents", otherWorkspace).json().get("data").size());
       assertTrue(http.get("/v1/agents/triage").json().get("archived_at").isNull(), "nothing changed it");
+    });
+  }
+
+  @BothDatabases
+  void a_bad_output_schema_is_400_naming_it_and_a_good_one_is_stored_and_shown(Api api) {
+    List<String[]> cases = new ArrayList<>();
+    cases.add(new String[] {"\"an object please\"", "output_schema", "must be a JSON Schema"});
+    cases.add(new String[] {"[]", "output_schema", "must be a JSON Schema"});
+    cases.add(new String[] {"{\"type\":\"banana\"}", "output_schema", "not a valid JSON Schema"});
+    cases.add(new String[] {"{\"properties\":{\"code\":{\"type\":\"string\",\"pattern\":\"(?=a)b\"}}}",
+        "output_schema.properties.code.pattern", "lookaround"});
+    cases.add(new String[] {"{\"anyOf\":[{\"$ref\":\"#\"}]}", "output_schema", "refers to itself"});
+    cases.add(new String[] {"{\"$ref\":\"https://schemas.example.com/x.json\"}", "output_schema", "cannot be used"});
+    cases.add(new String[] {"{\"description\":\"" + "x".repeat(AgentDefinition.MAX_OUTPUT_SCHEMA_CHARS) + "\"}",
+        "output_schema", "at most 32768 characters"});
+    String schema = "{\"type\":\"object\",\"properties\":{\"tier\":{\"enum\":[\"gold\",\"silver\"]}},"
+        + "\"required\":[\"tier\"]}";
+    api.test(http -> {
+      for (String[] c : cases) {
+        JsonNode problem = assertProblem(http.put("/v1/agents/bad", "{\"model\":\"m\",\"output_schema\":" + c[0] + "}"),
+            400, "validation_failed", c[1]);
+        assertTrue(problem.get("detail").asText().contains(c[2]), problem::toString);
+      }
+      assertProblem(http.get("/v1/agents/bad"), 404, "agent_not_found");
+
+      Http.Reply created = http.put("/v1/agents/tiers", "{\"model\":\"m\",\"output_schema\":" + schema + "}");
+      assertEquals(201, created.status(), created::toString);
+      assertEquals(List.of("id", "name", "description", "model", "instructions", "tools", "requires_approval", "limits",
+          "output_schema", "created_at", "updated_at", "archived_at"), fieldNames(created.json()));
+      assertEquals(Api.json(schema), created.json().get("output_schema"));
+      assertEquals(created.json(), http.get("/v1/agents/tiers").json());
+      assertEquals(200, http.put("/v1/agents/tiers", "{\"model\":\"m\",\"output_schema\":" + schema + "}").status());
+      assertEquals(created.json(), http.get("/v1/agents/tiers").json(), "the same definition changes nothing");
+
+      Http.Reply without = http.put("/v1/agents/tiers", "{\"model\":\"m\",\"output_schema\":null}");
+      assertEquals(200, without.status(), without::toString);
+      assertFalse(without.json().has("output_schema"), "null takes it away; an agent without one does not show it");
+      String stored = api.jdbi().withHandle(h -> h.createQuery("SELECT definition FROM agent WHERE workspace_id = :ws "
+          + "AND id = 'tiers'").bind("ws", api.workspace).mapTo(String.class).one());
+      assertFalse(stored.contains("output_schema"), "stored as before output_schema existed: " + stored);
     });
   }
 

@@ -202,6 +202,31 @@ class ConsoleRunsTest {
   }
 
   @BothDatabases
+  void an_agent_runs_page_shows_its_output_text_or_its_json_value_pretty_printed(Api api) throws Exception {
+    try (dev.runway.engine.Engine engine = api.database().startEngine()) {
+      api.test(http -> {
+        Browser browser = owner(api, http);
+        assertEquals(201, http.put("/v1/agents/echo", "{\"model\":\"m\"}").status());
+        assertEquals(201, http.put("/v1/agents/tiers", "{\"model\":\"m\",\"output_schema\":{\"type\":\"object\","
+            + "\"properties\":{\"tier\":{\"enum\":[\"gold\",\"silver\"]}},\"required\":[\"tier\"]}}").status());
+        String text = http.post("/v1/agents/echo/runs", "{\"project\":\"demo\",\"input\":\"a <b>\"}").json()
+            .get("id").asText();
+        String json = http.post("/v1/agents/tiers/runs", "{\"project\":\"demo\",\"input\":{\"tier\":\"silver\"}}")
+            .json().get("id").asText();
+        dev.runway.support.Runs.awaitStatus(http, text, "succeeded");
+        dev.runway.support.Runs.awaitStatus(http, json, "succeeded");
+
+        String textPage = browser.get("/console/runs/" + text).body().replaceAll(">\\s+<", "><");
+        assertTrue(textPage.contains("<h2>Output</h2><pre class=\"json text\">You said: a &lt;b&gt;</pre>"), textPage);
+        String jsonPage = browser.get("/console/runs/" + json).body().replaceAll(">\\s+<", "><")
+            .replace("&#34;", "\"").replace("&quot;", "\"");
+        assertTrue(jsonPage.contains("<h2>Output</h2><pre class=\"json\">{\n  \"tier\" : \"silver\"\n}</pre>"),
+            jsonPage);
+      });
+    }
+  }
+
+  @BothDatabases
   void the_workflows_page_lists_the_workspaces_workflows_and_agents(Api api) {
     api.workflow("gated", true);
     api.test(http -> {
