@@ -53,6 +53,32 @@ class ChildAgentRunsTest {
   }
 
   @BothDatabases
+  void an_agents_structured_output_is_a_json_value_later_steps_branch_on(Api api) {
+    try (Engine engine = api.database().startEngine()) {
+      api.test(http -> {
+        put(http, "/v1/agents/tiers", """
+            {"model":"gpt-4o-mini","instructions":"Decide the tier.",
+             "output_schema":{"type":"object","required":["tier"],
+                              "properties":{"tier":{"type":"string","enum":["gold","silver"]}}}}""");
+        put(http, "/v1/workflows/tiering", """
+            {"steps":[{"id":"decide","type":"agent","agent":"tiers","input":{"customer":"{{ inputs.customer }}"}},
+                      {"id":"gold","type":"workflow","workflow":"noop","if":"steps.decide.output.tier == 'gold'"},
+                      {"id":"silver","type":"workflow","workflow":"noop","if":"steps.decide.output.tier == 'silver'"}],
+             "output":"{{ steps.decide.output.tier }}"}""");
+        put(http, "/v1/workflows/noop", "{}");
+        String parent = Runs.start(http, "tiering", "demo", "{\"customer\":\"Ann\"}").get("id").asText();
+        JsonNode run = awaitStatus(http, parent, "succeeded");
+        JsonNode steps = run.get("steps");
+        assertTrue(steps.get(0).get("output").isObject(), run::toString);
+        assertEquals("gold", steps.get(0).get("output").get("tier").asText());
+        assertEquals("succeeded", steps.get(1).get("status").asText());
+        assertEquals("skipped", steps.get(2).get("status").asText());
+        assertEquals("gold", run.get("output").asText());
+      });
+    }
+  }
+
+  @BothDatabases
   void an_agent_waiting_for_approval_shows_in_the_parent_and_cancel_reaches_it(Api api) {
     api.test(http -> {
       put(http, "/v1/agents/careful", "{\"model\":\"gpt-4o-mini\",\"instructions\":\"x\",\"requires_approval\":true}");
