@@ -131,7 +131,7 @@ class WorkflowFilesTest {
 
   @BothDatabases
   void the_shipped_workflows_load(Api api) {
-    assertEquals(List.of("hello", "publish-release"),
+    assertEquals(List.of("hello", "local-time", "publish-release"),
         new WorkflowFiles(api.services().workflows()).load(SHIPPED, api.workspace));
     api.test(http -> {
       assertFalse(http.get("/v1/workflows/hello").json().get("requires_approval").asBoolean());
