@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Many slow runs at once, and one-turn agent runs one after another, on the packaged jar.
 
-Three scenarios, each on a Runway of its own (a fresh H2 file database in a temp dir, workflow and
+Four scenarios, each on a Runway of its own (a fresh H2 file database in a temp dir, workflow and
 agent files off, request log off, per-key rate limit off, steps may call 127.0.0.1), started with
 config/jvm.options as ./run.sh starts it (RUNWAY_JAVA_OPTS replaces them):
 
@@ -16,7 +16,11 @@ config/jvm.options as ./run.sh starts it (RUNWAY_JAVA_OPTS replaces them):
              not counted); prints median, p90 and max of finished_at - created_at, target
              median <= 15 ms, and the client's view (POST until GET shows the end, polled every 2 ms).
 
-usage: python3 bench/agents.py [workflows|agents|latency|all]     (default: all)
+  children   500 workflow runs of one `agent` step (each starts a child agent run; the built-in
+             sandbox model), started at once from 32 threads; prints the same figure (last start to
+             last parent succeeded), target <= 5 s.
+
+usage: python3 bench/agents.py [workflows|agents|latency|children|all]     (default: all)
   RUNWAY_JAR        the jar (default: target/runway.jar; build it with mvn -B -DskipTests package)
   RUNWAY_JAVA_OPTS  JVM options instead of config/jvm.options
 Exit status 1 when a scenario could not run (its reason on stderr) or not every run succeeded; a
@@ -491,13 +495,43 @@ def latency():
         stop_server(model)
 
 
-SCENARIOS = {"workflows": workflows, "agents": agents, "latency": latency}
+def children():
+    n = 500
+    runway = None
+    try:
+        runway = Runway(**{"agents.model.base_url": "sandbox"})
+        runway.ok("PUT", "/v1/agents/echo", {"model": "sandbox", "instructions": "Repeat the input."})
+        runway.ok("PUT", "/v1/workflows/asks-agent", {"steps": [
+            {"id": "ask", "type": "agent", "agent": "echo", "input": "{{ inputs.n }}"}],
+            "output": "{{ steps.ask.output }}"})
+        ids, start_s, retries = start_all(runway, "/v1/workflows/asks-agent/runs",
+                                          {"project": PROJECT, "inputs": {"n": 7}}, n)
+        runs = wait_finished(runway, ids, 120)
+        bad = [r for r in runs if r.get("status") == "succeeded" and r.get("output") != "You said: 7"]
+        if bad:
+            raise Fail("a parent's output is not its agent child's: %s" % short(bad[0]))
+        span, ok, rest = summary(runs)
+        print("children: %d workflow runs of one agent step (a child agent run each, sandbox model): last start ->"
+              " last parent finished %s (target <= 5 s: %s), %d/%d succeeded%s; starts took %.2f s from %d threads%s"
+              % (n, "%.3f s" % span if span is not None else "n/a", verdict(span is not None and span <= 5 and ok == n),
+                 ok, n, "; " + rest if rest else "", start_s, START_THREADS,
+                 ", %d retried after 429/503" % retries if retries else ""))
+        err = first_error(runs)
+        if err:
+            print(err.lstrip("\n"))
+        return ok == n
+    finally:
+        if runway:
+            runway.stop()
+
+
+SCENARIOS = {"workflows": workflows, "agents": agents, "latency": latency, "children": children}
 
 
 def main():
     which = sys.argv[1] if len(sys.argv) > 1 else "all"
     if which not in list(SCENARIOS) + ["all"] or len(sys.argv) > 2:
-        sys.exit("usage: python3 bench/agents.py [workflows|agents|latency|all]")
+        sys.exit("usage: python3 bench/agents.py [workflows|agents|latency|children|all]")
     if not os.path.exists(JAR):
         sys.exit("no %s: run mvn -B -DskipTests package first (or set RUNWAY_JAR)" % JAR)
     failed = False

@@ -119,9 +119,15 @@ public sealed interface Step permits Step.Http, Step.Approval, Step.Delay, Step.
       return "agent";
     }
 
-    /** The agent's input, made from the run's data: text or an object; throws ExpressionFailed otherwise. */
+    /**
+     * The agent's input, made from the run's data: text or an object (a number or boolean becomes its
+     * text); throws ExpressionFailed otherwise.
+     */
     public JsonNode input(Map<String, JsonNode> vars) {
       JsonNode made = JsonTemplate.compile(input, "input").evaluate(vars);
+      if (made.isNumber() || made.isBoolean()) {
+        return TextNode.valueOf(made.asText());
+      }
       if (!made.isObject() && !made.isTextual()) {
         throw new ExpressionFailed(input.toString(), "input must give text or a JSON object, not " + Json.kindOf(made));
       }

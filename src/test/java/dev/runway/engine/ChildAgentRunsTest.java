@@ -30,14 +30,16 @@ class ChildAgentRunsTest {
       api.test(http -> {
         put(http, "/v1/agents/echo", ECHO);
         put(http, "/v1/workflows/ask", """
-            {"steps":[{"id":"ask","type":"agent","agent":"echo","input":"tier for {{ inputs.customer }}"}],
+            {"steps":[{"id":"ask","type":"agent","agent":"echo","input":"tier for {{ inputs.customer }}"},
+                      {"id":"num","type":"agent","agent":"echo","input":"{{ inputs.n }}"}],
              "output":{"answer":"{{ steps.ask.output }}"}}""");
-        String parent = Runs.start(http, "ask", "sales", "{\"customer\":\"Ann\"}").get("id").asText();
+        String parent = Runs.start(http, "ask", "sales", "{\"customer\":\"Ann\",\"n\":7}").get("id").asText();
         JsonNode run = awaitStatus(http, parent, "succeeded");
         JsonNode step = run.get("steps").get(0);
         assertEquals("agent", step.get("type").asText());
         assertEquals("You said: tier for Ann", step.get("output").asText(), run::toString);
         assertEquals("You said: tier for Ann", run.get("output").get("answer").asText());
+        assertEquals("You said: 7", run.get("steps").get(1).get("output").asText(), "a number is sent as its text");
         String child = step.get("child_run_id").asText();
         JsonNode agentRun = http.get("/v1/runs/" + child).json();
         assertEquals("agent", agentRun.get("kind").asText());
@@ -46,7 +48,7 @@ class ChildAgentRunsTest {
         assertEquals("sales", agentRun.get("project").asText());
         assertEquals("tier for Ann", agentRun.get("input").asText());
         assertEquals("succeeded", agentRun.get("status").asText());
-        assertEquals(1, http.get("/v1/runs?parent_run_id=" + parent + "&kind=agent").json().get("data").size());
+        assertEquals(2, http.get("/v1/runs?parent_run_id=" + parent + "&kind=agent").json().get("data").size());
         assertEquals(parent, api.storedRun(child).orElseThrow().get("parent_run_id"));
       });
     }
@@ -117,6 +119,10 @@ class ChildAgentRunsTest {
       JsonNode run = awaitStatus(http, Runs.start(http, "lost", "demo", "{}").get("id").asText(), "failed");
       assertEquals("agent_not_found", run.get("error").get("code").asText(), run::toString);
       assertEquals(0, http.get("/v1/runs?parent_run_id=" + run.get("id").asText()).json().get("data").size());
+
+      put(http, "/v1/workflows/null-input", "{\"steps\":[{\"type\":\"agent\",\"agent\":\"x\",\"input\":\"{{ null }}\"}]}");
+      JsonNode nullInput = awaitStatus(http, Runs.start(http, "null-input", "demo", "{}").get("id").asText(), "failed");
+      assertEquals("expression_failed", nullInput.get("error").get("code").asText(), nullInput::toString);
 
       assertProblem(http.put("/v1/workflows/bad", "{\"steps\":[{\"type\":\"agent\",\"input\":\"x\"}]}"), 400,
           "validation_failed", "steps[0].agent");
