@@ -17,11 +17,13 @@ import java.util.List;
 import java.util.Optional;
 
 /**
- * Child runs (a workflow step of type {@code workflow}), kept in step with their parents in the
+ * Child runs (a workflow step of type {@code workflow} or {@code agent}), kept in step with their parents in the
  * commits that move either: a child is stored in the commit of the move that reached its step; the
  * parent's step completes (or fails) in the commit that ends the child, and shows {@code waiting}
  * while the child waits for approval; canceling a run cancels its children in the same commit. No
- * thread waits for a child. Rows are locked parent first, then child, in every such commit.
+ * thread waits for a child. Rows are locked parent first, then child, in every such commit (an
+ * API move on a child locks the runs above it first too, see RunService), so two of them cannot
+ * deadlock.
  */
 final class ChildRuns {
   private final RunMachines machines;
@@ -48,7 +50,26 @@ final class ChildRuns {
       return null;
     }
     tx.flush(); // the parent may have been inserted in this transaction, by a batch not yet executed
-    return tx.dao(RunDao.class).findForUpdate(next.workspaceId(), next.parentRunId()).orElse(null);
+    return lockAncestors(tx, next.workspaceId(), next.parentRunId());
+  }
+
+  /**
+   * Locks run {@code parentId} and the runs above it, from the top down (what a change of a child
+   * may move on: its parent, and theirs when that ends), so that every commit that moves a parent
+   * and a child locks them in the same order, as a cancel does, and two such commits cannot
+   * deadlock. Returns {@code parentId}'s run as locked, or null.
+   */
+  static Run lockAncestors(Tx tx, String workspaceId, String parentId) {
+    RunDao runs = tx.dao(RunDao.class);
+    List<String> chain = new ArrayList<>();
+    for (String id = parentId; !id.isEmpty() && chain.size() <= WorkflowRunMachine.MAX_DEPTH; id = runs.parentOf(workspaceId, id)) {
+      chain.add(0, id);
+    }
+    Run locked = null;
+    for (String id : chain) {
+      locked = runs.findForUpdate(workspaceId, id).orElse(null);
+    }
+    return locked;
   }
 
   /** After {@code next} was saved: starts and cancels the children its moves asked for, and tells {@code parent} (locked by {@link #lockParent}). */

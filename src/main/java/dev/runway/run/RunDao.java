@@ -64,6 +64,10 @@ public interface RunDao {
   @SqlQuery("SELECT * FROM run WHERE workspace_id = :workspaceId AND id = :id FOR UPDATE")
   Optional<Run> findForUpdate(String workspaceId, String id);
 
+  /** The run's parent run id, "" when it has none (or there is no such run); takes no lock. */
+  @SqlQuery("SELECT COALESCE(MAX(parent_run_id), '') FROM run WHERE workspace_id = :workspaceId AND id = :id")
+  String parentOf(String workspaceId, String id);
+
   /**
    * Writes a run's new progress if the stored run is still at the version before {@code run}'s and
    * has not ended; returns 0 otherwise (the caller lost the race and must not go on). An ended run

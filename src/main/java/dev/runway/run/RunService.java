@@ -53,6 +53,8 @@ public final class RunService {
     AtomicBoolean tooLate = new AtomicBoolean();
     Run saved = committer.commit(caller.workspaceId(), tx -> {
       RunDao runs = tx.dao(RunDao.class);
+      // The runs above first, as every commit that moves a child and its parents locks them (see ChildRuns).
+      ChildRuns.lockAncestors(tx, caller.workspaceId(), runs.parentOf(caller.workspaceId(), runId));
       Run run = runs.findForUpdate(caller.workspaceId(), runId).orElseThrow(() -> runNotFound(caller.workspaceId(), runId));
       checkProject(caller, run);
       RunMachine machine = machines.of(run, Time.now());

@@ -166,6 +166,39 @@ class ChildWorkflowRunsTest {
   }
 
   @BothDatabases
+  void a_run_and_its_grandchild_canceled_at_once_all_end_without_an_error(Api api) {
+    api.test(http -> {
+      put(http, "leaf", "{\"requires_approval\":true}");
+      put(http, "middle", "{\"steps\":[{\"type\":\"workflow\",\"workflow\":\"leaf\"}]}");
+      put(http, "top", "{\"steps\":[{\"type\":\"workflow\",\"workflow\":\"middle\"}]}");
+      java.util.concurrent.ExecutorService pool = java.util.concurrent.Executors.newFixedThreadPool(2);
+      try {
+        for (int round = 0; round < 20; round++) {
+          String top = Runs.start(http, "top", "demo", "{}").get("id").asText();
+          String middle = http.get("/v1/runs/" + top).json().get("steps").get(0).get("child_run_id").asText();
+          String leaf = http.get("/v1/runs/" + middle).json().get("steps").get(0).get("child_run_id").asText();
+          java.util.concurrent.Future<Http.Reply> a = pool.submit(() -> http.post("/v1/runs/" + top + "/cancel", "{}"));
+          java.util.concurrent.Future<Http.Reply> b = pool.submit(() -> http.post("/v1/runs/" + leaf + "/cancel", "{}"));
+          for (Http.Reply reply : List.of(a.get(), b.get())) {
+            assertTrue(reply.status() == 200 || reply.status() == 409, reply::toString);
+          }
+          // Whichever commit came first decides: the leaf's cancel fails the middle and the top (child_failed),
+          // the top's cancel cancels all three. Either way all three ended, and nothing answered 5xx.
+          assertEquals("canceled", http.get("/v1/runs/" + leaf).json().get("status").asText());
+          for (String run : List.of(top, middle)) {
+            String status = http.get("/v1/runs/" + run).json().get("status").asText();
+            assertTrue(status.equals("canceled") || status.equals("failed"), run + " " + status);
+          }
+        }
+      } catch (Exception e) {
+        throw new AssertionError(e);
+      } finally {
+        pool.shutdownNow();
+      }
+    });
+  }
+
+  @BothDatabases
   void a_missing_or_archived_child_workflow_fails_the_step_with_workflow_not_found(Api api) {
     api.test(http -> {
       put(http, "calls-ghost", "{\"steps\":[{\"type\":\"workflow\",\"workflow\":\"ghost\"}]}");
