@@ -77,6 +77,55 @@ class EngineRestartIT {
   }
 
   /**
+   * A child run across a SIGKILL: the jar is killed while the child's call is out; after the restart
+   * the child's call is made again with its key, the parent's step completes in the child's final
+   * commit, and the parent's next call is made once. One child run exists.
+   */
+  @BothDatabases
+  void a_child_run_and_its_parent_go_on_after_kill_9_during_the_childs_call(TestDatabase db) throws Exception {
+    List<String> calls = new CopyOnWriteArrayList<>();
+    HttpServer tool = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 0);
+    tool.setExecutor(Executors.newFixedThreadPool(4));
+    tool.createContext("/", exchange -> {
+      String path = exchange.getRequestURI().getPath();
+      calls.add(path + " " + exchange.getRequestHeaders().getFirst("Idempotency-Key"));
+      if (path.equals("/child") && calls.stream().filter(c -> c.startsWith("/child")).count() == 1) {
+        sleep(30_000); // the first call hangs until the server that made it is killed
+      }
+      answerOk(exchange);
+    });
+    tool.start();
+    String toolBase = "http://127.0.0.1:" + tool.getAddress().getPort();
+    RunwayProcess server = engineServer(db.settingsForFreshDatabase(), "runway-child-restart-");
+    String key = server.command("keys", "create", "--workspace", "ops", "--name", "children").trim();
+    Http api = server.http(key);
+    try {
+      server.start();
+      put(api, "inner", "[{\"type\":\"http\",\"url\":\"" + toolBase + "/child\",\"timeout_ms\":2000,\"max_attempts\":3}]");
+      put(api, "outer", "[{\"type\":\"workflow\",\"workflow\":\"inner\"},{\"type\":\"http\",\"url\":\"" + toolBase
+          + "/after\"}]");
+      String parent = start(api, "outer");
+      awaitStep(api, parent, 0, "running");
+      String child = get(api, parent).get("steps").get(0).get("child_run_id").asText();
+      awaitStep(api, child, 0, "running");
+
+      server.kill9();
+      server.start();
+
+      JsonNode done = awaitTerminal(server, api, parent);
+      assertEquals("succeeded", done.get("status").asText(), done::toString);
+      assertEquals("succeeded", get(api, child).get("status").asText());
+      assertTrue(calls.stream().filter(c -> c.equals("/child " + child + ":0")).count() >= 2,
+          "the child's call cut off by the kill was made again with the same key: " + calls);
+      assertEquals(1, calls.stream().filter(c -> c.equals("/after " + parent + ":1")).count(), calls::toString);
+      assertEquals(1, Json.tree(api.get("/v1/runs?parent_run_id=" + parent).body()).get("data").size());
+    } finally {
+      server.stop();
+      tool.stop(0);
+    }
+  }
+
+  /**
    * SIGTERM while a step is running: the stop waits for the step, records its outcome, closes the
    * database and only then exits 0. The JVM runs a signal handler on a daemon thread and Runway's
    * threads are daemons too, so once the HTTP server had stopped, the JVM used to exit in the middle
