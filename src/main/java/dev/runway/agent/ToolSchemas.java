@@ -199,9 +199,13 @@ public final class ToolSchemas {
    * Throws {@link TooSlow} past {@link #BUDGET}.
    */
   public static List<String> violations(JsonNode schema, JsonNode arguments) {
+    return checked(schema, arguments, messages -> messages.stream().map(ValidationMessage::getMessage).sorted().toList());
+  }
+
+  /** What {@code read} makes of the validator's messages on {@code value}, within {@link #BUDGET} (else {@link TooSlow}). */
+  private static <T> T checked(JsonNode schema, JsonNode value, java.util.function.Function<Set<ValidationMessage>, T> read) {
     try {
-      return SchemaBudget.within(BUDGET, () -> FACTORY.getSchema(schema, CONFIG).validate(arguments).stream()
-          .map(ValidationMessage::getMessage).sorted().toList());
+      return SchemaBudget.within(BUDGET, () -> read.apply(FACTORY.getSchema(schema, CONFIG).validate(value)));
     } catch (RuntimeException e) {
       if (SchemaBudget.exceeded(e)) {
         throw new TooSlow("took longer than " + BUDGET.toMillis() + " ms");
@@ -220,18 +224,8 @@ public final class ToolSchemas {
    * under {@code root}; null when nothing is. Throws {@link TooSlow} past {@link #BUDGET}.
    */
   public static Violation firstViolation(JsonNode schema, JsonNode value, String root) {
-    try {
-      return SchemaBudget.within(BUDGET, () -> FACTORY.getSchema(schema, CONFIG).validate(value).stream()
-          .map(m -> violation(m, root)).min(java.util.Comparator.comparing(Violation::field)
-              .thenComparing(Violation::message)).orElse(null));
-    } catch (RuntimeException e) {
-      if (SchemaBudget.exceeded(e)) {
-        throw new TooSlow("took longer than " + BUDGET.toMillis() + " ms");
-      }
-      throw e;
-    } catch (StackOverflowError e) {
-      throw new TooSlow("never ended: the schema refers to itself without end");
-    }
+    return checked(schema, value, messages -> messages.stream().map(m -> violation(m, root))
+        .min(java.util.Comparator.comparing(Violation::field).thenComparing(Violation::message)).orElse(null));
   }
 
   /** A validator's message with its place ({@code $.a.b[0]}, and the missing property of a {@code required}) under {@code root}. */

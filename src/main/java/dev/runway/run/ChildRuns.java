@@ -5,7 +5,6 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.runway.agent.Agent;
 import dev.runway.agent.AgentDao;
 import dev.runway.agent.AgentDefinition;
-import dev.runway.agent.ToolSchemas;
 import dev.runway.core.Json;
 import dev.runway.core.Time;
 import dev.runway.db.Tx;
@@ -107,16 +106,8 @@ final class ChildRuns {
         workflow.get().requiresApproval(), Json.string(inputs), now, template.definition(), template.steps())
         .childOf(parent.id());
     List<Event> events = new ArrayList<>();
-    events.add(RunMachine.started(run, parent.id()));
     WorkflowRunMachine cm = machines.workflow(run, now);
-    ToolSchemas.Violation broken = template.violation(inputs);
-    boolean due = false;
-    if (broken != null) {
-      cm.refuseInputs(broken.field(), broken.message());
-    } else {
-      due = cm.moveUntilWaiting(approvalTimeoutSeconds);
-    }
-    events.addAll(cm.events());
+    boolean due = cm.start(parent.id(), template.violation(inputs), approvalTimeoutSeconds, events);
     Run stored = cm.toRun(null, null);
     RunDao.insert(tx, stored);
     RunEvents.store(tx, stored, events);

@@ -18,7 +18,6 @@ import dev.runway.db.GroupCommitter;
 import dev.runway.db.Tx;
 import dev.runway.idempotency.IdempotencyStore;
 import dev.runway.quota.Quotas;
-import dev.runway.workflow.Step;
 import dev.runway.workflow.Workflow;
 import dev.runway.workflow.WorkflowService;
 import java.time.Instant;
@@ -226,17 +225,9 @@ public final class RunStarts {
 
   /** As {@link #firstMoves(Run, String)}; a run whose inputs are {@code broken} fails at once instead. */
   private Firsts firstMoves(Run run, String actor, ToolSchemas.Violation broken) {
-    // The started event is made first so that its id sorts before those of the moves that follow.
     List<Event> events = new ArrayList<>();
-    events.add(WorkflowRunMachine.started(run, actor));
     WorkflowRunMachine machine = machines.workflow(run, run.createdAt());
-    boolean callDue = false;
-    if (broken != null) {
-      machine.refuseInputs(broken.field(), broken.message());
-    } else {
-      callDue = machine.moveUntilWaiting(approvalTimeoutSeconds);
-    }
-    events.addAll(machine.events());
+    boolean callDue = machine.start(actor, broken, approvalTimeoutSeconds, events);
     return new Firsts(run, machine.toRun(null, null), events, List.of(), callDue, machine);
   }
 

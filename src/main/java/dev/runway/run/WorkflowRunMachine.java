@@ -4,6 +4,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.NullNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.runway.agent.ToolSchemas;
 import dev.runway.core.Ids;
 import dev.runway.core.Json;
 import dev.runway.workflow.Expression;
@@ -214,6 +215,23 @@ public final class WorkflowRunMachine extends RunMachine {
     ObjectNode run = Json.MAPPER.createObjectNode().put("id", base.id()).put("project", base.project())
         .put("workflow", base.workflowId()).put("created_at", Json.TIME.format(base.createdAt()));
     return Map.of("inputs", Json.tree(base.inputs()), "steps", byId, "run", run);
+  }
+
+  /**
+   * A new run's first moves, as far as they go without waiting, its start event (by {@code actor})
+   * first in {@code events}, then theirs; a run whose inputs are {@code broken} (null: they are not)
+   * fails at once. Returns whether it then stands at a call due now.
+   */
+  boolean start(String actor, ToolSchemas.Violation broken, long approvalTimeoutSeconds, List<Event> events) {
+    events.add(started(base, actor)); // first, so that its id sorts before those of the moves that follow
+    boolean callDue = false;
+    if (broken != null) {
+      refuseInputs(broken.field(), broken.message());
+    } else {
+      callDue = moveUntilWaiting(approvalTimeoutSeconds);
+    }
+    events.addAll(events());
+    return callDue;
   }
 
   /**
