@@ -18,7 +18,8 @@ config/jvm.options as ./run.sh starts it (RUNWAY_JAVA_OPTS replaces them):
 
   children   500 workflow runs of one `agent` step (each starts a child agent run; the built-in
              sandbox model), started at once from 32 threads; prints the same figure (last start to
-             last parent succeeded), target <= 5 s.
+             last parent succeeded), target <= 5 s. On H2, or on the database BENCH_DB_URL names
+             (user BENCH_DB_USER; it should be fresh).
 
 usage: python3 bench/agents.py [workflows|agents|latency|children|all]     (default: all)
   RUNWAY_JAR        the jar (default: target/runway.jar; build it with mvn -B -DskipTests package)
@@ -499,7 +500,10 @@ def children():
     n = 500
     runway = None
     try:
-        runway = Runway(**{"agents.model.base_url": "sandbox"})
+        settings = {"agents.model.base_url": "sandbox"}
+        if os.environ.get("BENCH_DB_URL"):  # e.g. a fresh PostgreSQL database
+            settings.update({"db.url": os.environ["BENCH_DB_URL"], "db.user": os.environ.get("BENCH_DB_USER", "")})
+        runway = Runway(**settings)
         runway.ok("PUT", "/v1/agents/echo", {"model": "sandbox", "instructions": "Repeat the input."})
         runway.ok("PUT", "/v1/workflows/asks-agent", {"steps": [
             {"id": "ask", "type": "agent", "agent": "echo", "input": "{{ inputs.n }}"}],
