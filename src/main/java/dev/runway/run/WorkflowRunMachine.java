@@ -329,7 +329,14 @@ public final class WorkflowRunMachine extends RunMachine {
       return false;
     }
     if (childStatus.equals(RunStatus.SUCCEEDED.wireName())) {
-      completeStep(output == null ? NullNode.getInstance() : output);
+      JsonNode kept = output == null ? NullNode.getInstance() : output;
+      int chars = Json.string(kept).length();
+      if (chars + progress().length() > MAX_RUN_CHARS) {
+        failStep("output_too_large", null, "child run " + childId + " succeeded, but its output (" + chars
+            + " characters) cannot be kept: with it, the run's steps would take over " + MAX_RUN_CHARS + " characters");
+      } else {
+        completeStep(kept);
+      }
     } else {
       String why = childError != null && childError.hasNonNull("message")
           ? ": " + childError.path("code").asText() + ": " + childError.path("message").asText() : "";

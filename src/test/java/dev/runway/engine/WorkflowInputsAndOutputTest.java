@@ -125,6 +125,28 @@ class WorkflowInputsAndOutputTest {
   }
 
   @BothDatabases
+  void a_child_output_that_would_take_the_parent_past_512_kb_fails_the_step_with_output_too_large(Api api) {
+    try (ToolServer tool = ToolServer.start(); Engine engine = api.database().startEngine()) {
+      tool.script("/pad", Reply.json(200, "{\"pad\":\"" + "p".repeat(60_000) + "\"}"));
+      api.test(http -> {
+        String step = "{\"type\":\"http\",\"url\":\"" + tool.url("/pad") + "\"}";
+        // The child: 240 KB of steps and an output of 240 KB. The parent: 360 KB of steps, then the child.
+        assertEquals(201, put(http, "big", "{\"steps\":[" + String.join(",", java.util.Collections.nCopies(4, step))
+            + "],\"output\":\"{{ [steps['step-0'].output, steps['step-1'].output, steps['step-2'].output, "
+            + "steps['step-3'].output] }}\"}").status());
+        assertEquals(201, put(http, "holds-big", "{\"steps\":[" + String.join(",", java.util.Collections.nCopies(6, step))
+            + ",{\"id\":\"child\",\"type\":\"workflow\",\"workflow\":\"big\"}]}").status());
+        String id = Runs.start(http, "holds-big", "demo", "{}").get("id").asText();
+        JsonNode run = awaitStatus(http, id, "failed");
+        JsonNode child = run.get("steps").get(6);
+        assertEquals("output_too_large", child.get("error").get("code").asText(), () -> child.toString().substring(0, 300));
+        assertEquals("output_too_large", run.get("error").get("code").asText());
+        assertEquals("succeeded", http.get("/v1/runs/" + child.get("child_run_id").asText()).json().get("status").asText());
+      });
+    }
+  }
+
+  @BothDatabases
   void bad_inputs_schema_and_output_are_400_naming_the_field(Api api) {
     api.test(http -> {
       assertProblem(put(http, "bad", "{\"inputs_schema\":{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"nope\"}}}}"),
