@@ -142,6 +142,50 @@ class MultiInstanceTest {
   }
 
   /**
+   * Two instances share 100 runs whose first step is a child run of two-calls (a workflow step) and
+   * whose second step calls the tool: every parent and child succeeds, each child belongs to its
+   * parent's step, and each of the 300 Idempotency-Keys is answered 2xx exactly once.
+   */
+  @Test
+  void two_instances_share_100_runs_with_child_runs_each_call_made_once() throws Exception {
+    int parents = 100;
+    Tool tool = tool(0, 0.05);
+    Runway a = started(Runway.start(settings));
+    String key = a.keys().create("multi", "test", List.of(Scope.values()), null, null).key();
+    Http first = Http.onPort(a.port(), key);
+    putWorkflow(first, tool, 10_000);
+    Http.Reply put = first.put("/v1/workflows/with-child", "{\"steps\":[{\"id\":\"child\",\"type\":\"workflow\","
+        + "\"workflow\":\"two-calls\"},{\"type\":\"http\",\"url\":\"" + tool.url() + "\",\"max_attempts\":3}]}");
+    assertEquals(201, put.status(), put.body());
+    Runway b = started(Runway.start(settings));
+    List<Http> instances = List.of(first, Http.onPort(b.port(), key));
+    List<String> runIds = SharedPostgres.startRuns(instances, "/v1/workflows/with-child/runs", "{\"project\":\"multi\"}",
+        parents, 8);
+    try (Connection db = connect()) {
+      waitUntil(Duration.ofSeconds(120), () -> count(db, "SELECT count(*) FROM run WHERE status = 'succeeded'") == 2L * parents,
+          () -> "not every run succeeded: " + strings(db, "SELECT id || ' ' || status FROM run WHERE status <> 'succeeded'"));
+      assertEquals(parents, count(db, "SELECT count(*) FROM run WHERE parent_run_id IS NOT NULL"));
+      assertEquals(0, count(db, "SELECT count(*) FROM run WHERE due_at IS NOT NULL OR lease_owner IS NOT NULL"));
+    }
+    Set<String> expected = new HashSet<>();
+    for (int i = 0; i < runIds.size(); i++) {
+      JsonNode run = getRun(instances.get(i % 2), runIds.get(i));
+      assertEquals("succeeded", run.get("status").asText(), run.toString());
+      String child = run.get("steps").get(0).get("child_run_id").asText();
+      JsonNode childRun = getRun(instances.get((i + 1) % 2), child);
+      assertEquals(runIds.get(i), childRun.get("parent_run_id").asText());
+      assertEquals("succeeded", childRun.get("status").asText(), childRun.toString());
+      expected.add(child + ":0");
+      expected.add(child + ":1");
+      expected.add(runIds.get(i) + ":1");
+    }
+    assertEquals(expected, tool.calls.keySet(), "the tool saw exactly the keys of the children's and parents' calls");
+    for (String callKey : expected) {
+      assertEquals(1, tool.successes(callKey), "successful calls of " + callKey);
+    }
+  }
+
+  /**
    * Two instances share 200 agent runs (a model answer with two tool calls, then a text answer):
    * every run succeeds, and each tool call is made exactly once per tool_call_id.
    */
