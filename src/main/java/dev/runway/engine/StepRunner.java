@@ -81,7 +81,7 @@ final class StepRunner extends CallingRunner<WorkflowRunMachine> {
       StepCall call = StepCall.of(step, before.expressionVariables(),
           () -> callBody(calling, index, before.currentAttempt(), before));
       outcome = caller.call(calling.workspaceId(), step, call.url(), call.headers(), call.body(),
-          calling.id() + ":" + index);
+          before.idempotencyKey(index));
     } catch (ExpressionFailed e) {
       outcome = CompletableFuture.completedFuture(HttpStepCaller.Outcome.expressionFailed(e.getMessage()));
     }

@@ -92,6 +92,10 @@ final class ChildRuns {
       startAgent(tx, parent, child);
       return;
     }
+    if (child.definition() != null) {
+      startIteration(tx, parent, child);
+      return;
+    }
     Optional<Workflow> workflow = tx.dao(WorkflowDao.class).find(parent.workspaceId(), child.workflow())
         .filter(w -> !w.archived());
     if (workflow.isEmpty()) {
@@ -108,6 +112,28 @@ final class ChildRuns {
     List<Event> events = new ArrayList<>();
     WorkflowRunMachine cm = machines.workflow(run, now);
     boolean due = cm.start(parent.id(), template.violation(inputs), approvalTimeoutSeconds, events);
+    Run stored = cm.toRun(null, null);
+    RunDao.insert(tx, stored);
+    RunEvents.store(tx, stored, events);
+    afterInsert(tx, cm, stored);
+    if (due) {
+      tx.afterCommit(runDue);
+    }
+  }
+
+  /**
+   * Stores an iteration of a foreach or parallel step of {@code parent}: a child run of the parent's
+   * workflow whose definition the step made (its steps, item, index), with the parent's inputs.
+   */
+  private void startIteration(Tx tx, Run parent, WorkflowRunMachine.ChildStart child) {
+    Instant now = Time.now();
+    WorkflowRunMachine.Definition parsed = WorkflowRunMachine.parse(child.definition());
+    Run run = Run.newWorkflowRun(child.runId(), parent.workspaceId(), parent.workflowId(), parent.project(), false,
+        Json.string(child.input()), now, child.definition(),
+        Json.string(WorkflowRunMachine.initialSteps(parsed.steps()))).childOf(parent.id());
+    List<Event> events = new ArrayList<>();
+    WorkflowRunMachine cm = machines.workflow(run, now);
+    boolean due = cm.start(parent.id(), null, approvalTimeoutSeconds, events);
     Run stored = cm.toRun(null, null);
     RunDao.insert(tx, stored);
     RunEvents.store(tx, stored, events);
@@ -214,7 +240,7 @@ final class ChildRuns {
       return false;
     }
     JsonNode step = Json.tree(run.steps()).path(run.currentStep());
-    return step.path("status").asText().equals("waiting") && step.hasNonNull("child_run_id");
+    return step.path("status").asText().equals("waiting") && (step.hasNonNull("child_run_id") || step.has("iterations"));
   }
 
   /** A run's output as a step passes it on: a workflow run's {@code output}, an agent run's. */

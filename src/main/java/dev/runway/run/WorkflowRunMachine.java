@@ -33,6 +33,13 @@ public final class WorkflowRunMachine extends RunMachine {
   static final int MAX_DEPTH = 5;
   private final List<Step> definition;
   private final int depth;
+  /**
+   * Of an iteration (a child run of a foreach or parallel step): its {@code item}, {@code index},
+   * the enclosing run's {@code run} and the outer {@code steps} its own steps name; else null.
+   */
+  private final JsonNode iteration;
+  /** Of an iteration: what its calls' Idempotency-Keys start with ({@code run_…:each[17].}); else null. */
+  private final String keyPrefix;
   private final ArrayNode steps;
   private String output;
   /** The child runs the moves started, stored in the same commit as the moves (see {@link ChildRuns}). */
@@ -41,14 +48,15 @@ public final class WorkflowRunMachine extends RunMachine {
   private final List<String> childrenToCancel = new ArrayList<>();
 
   /** A run's stored definition, parsed: its steps, what makes its output (null: none), how deep it nests. */
-  record Definition(List<Step> steps, JsonTemplate output, int depth) {}
+  record Definition(List<Step> steps, JsonTemplate output, int depth, JsonNode iteration, String keyPrefix) {}
 
   /**
    * A child run that the step {@code step} starts, with the id {@code runId}: of workflow
-   * {@code workflow} with {@code input} (an object), or of agent {@code agent} with {@code input}
-   * (text or an object). One of workflow and agent is null.
+   * {@code workflow} with {@code input} (an object), of agent {@code agent} with {@code input}
+   * (text or an object), or an iteration of a foreach or parallel step whose definition is
+   * {@code definition} (JSON) with {@code input} (the inputs). Only one of the three is set.
    */
-  record ChildStart(int step, String runId, String workflow, String agent, JsonNode input) {}
+  record ChildStart(int step, String runId, String workflow, String agent, String definition, JsonNode input) {}
 
   /** The machine of {@code run}, its definition parsed now (see {@link RunMachines}, which keeps them parsed). */
   public WorkflowRunMachine(Run run, Instant now) {
@@ -61,6 +69,8 @@ public final class WorkflowRunMachine extends RunMachine {
     this.definition = definition.steps();
     this.outputTemplate = definition.output();
     this.depth = definition.depth();
+    this.iteration = definition.iteration();
+    this.keyPrefix = definition.keyPrefix();
     this.steps = (ArrayNode) Json.tree(run.steps());
     this.output = run.output();
   }
@@ -80,7 +90,8 @@ public final class WorkflowRunMachine extends RunMachine {
     JsonNode tree = Json.tree(definition);
     JsonNode output = tree.get("output");
     return new Definition(List.copyOf(Step.parseAll(tree.path("steps"))),
-        output == null || output.isNull() ? null : JsonTemplate.compile(output, "output"), tree.path("depth").asInt(1));
+        output == null || output.isNull() ? null : JsonTemplate.compile(output, "output"), tree.path("depth").asInt(1),
+        tree.get("iteration"), tree.path("key_prefix").asText(null));
   }
 
   /** The progress JSON of a new run: every step pending. */
@@ -134,6 +145,13 @@ public final class WorkflowRunMachine extends RunMachine {
       }
       if (step instanceof Step.Approval gate) {
         awaitApproval(gate.timeoutSeconds());
+        return false;
+      }
+      if (step instanceof Step.Foreach || step instanceof Step.Parallel) {
+        if (!step(currentStep).has("iterations") && !fanOut(step)) {
+          continue; // it failed, or had nothing to do
+        }
+        dueAt = null; // each iteration's end moves the run on
         return false;
       }
       if (step instanceof Step.Workflow || step instanceof Step.Agent) {
@@ -207,14 +225,29 @@ public final class WorkflowRunMachine extends RunMachine {
    */
   public Map<String, JsonNode> expressionVariables() {
     ObjectNode byId = Json.MAPPER.createObjectNode();
+    if (iteration != null) {
+      byId.setAll((ObjectNode) iteration.path("steps")); // the outer steps it names; its own shadow them
+    }
     for (int i = 0; i < definition.size(); i++) {
       ObjectNode progress = step(i);
       byId.putObject(definition.get(i).flow().id()).put("status", progress.path("status").asText())
           .set("output", progress.path("output").isMissingNode() ? null : progress.get("output"));
     }
+    if (iteration != null) {
+      return Map.of("inputs", Json.tree(base.inputs()), "steps", byId, "run", iteration.get("run"),
+          "item", iteration.path("item"), "index", iteration.path("index"));
+    }
     ObjectNode run = Json.MAPPER.createObjectNode().put("id", base.id()).put("project", base.project())
         .put("workflow", base.workflowId()).put("created_at", Json.TIME.format(base.createdAt()));
     return Map.of("inputs", Json.tree(base.inputs()), "steps", byId, "run", run);
+  }
+
+  /**
+   * The Idempotency-Key of step {@code index}'s calls: {@code <run_id>:<index>}, or in an iteration
+   * its path from the run the caller started, {@code run_…:each[17].notify}.
+   */
+  public String idempotencyKey(int index) {
+    return keyPrefix != null ? keyPrefix + definition.get(index).flow().id() : base.id() + ":" + index;
   }
 
   /**
@@ -301,9 +334,116 @@ public final class WorkflowRunMachine extends RunMachine {
     }
     String childId = Ids.newId("run", now.toEpochMilli());
     step(currentStep).put("status", "running").put("started_at", Json.TIME.format(now)).put("child_run_id", childId);
-    childStarts.add(new ChildStart(currentStep, childId, workflow, agent, input));
+    childStarts.add(new ChildStart(currentStep, childId, workflow, agent, null, input));
     record("step.waiting", ENGINE, currentStep, null, Map.of("child_run_id", childId));
     return true;
+  }
+
+  /**
+   * Starts a foreach step's iterations (one per item) or a parallel step's (one per branch): the
+   * first {@code concurrency} as child runs now, the rest as those end. False when there is nothing
+   * to wait for: its items could not be made (the step failed) or there are none (it succeeded).
+   */
+  private boolean fanOut(Step step) {
+    ObjectNode progress = step(currentStep);
+    int count;
+    if (step instanceof Step.Foreach each) {
+      JsonNode items;
+      try {
+        items = Expression.compile(each.items(), "items").evaluate(expressionVariables());
+      } catch (ExpressionFailed e) {
+        failStep("expression_failed", null, "items: " + e.getMessage());
+        return false;
+      }
+      if (!items.isArray()) {
+        failStep("expression_failed", null, "items: expression '" + each.items() + "' gave " + Json.kindOf(items)
+            + ", not an array");
+        return false;
+      }
+      if (items.size() > Step.MAX_ITEMS) {
+        failStep("too_many_items", null, "items: " + items.size() + " items, more than the " + Step.MAX_ITEMS
+            + " a foreach runs");
+        return false;
+      }
+      progress.set("items", items);
+      count = items.size();
+    } else {
+      count = ((Step.Parallel) step).branches().size();
+    }
+    if (depth >= MAX_DEPTH) {
+      failStep("max_depth_exceeded", null, "its iterations were not started: runs nest at most " + MAX_DEPTH + " deep");
+      return false;
+    }
+    if (count == 0) {
+      completeStep(Json.MAPPER.createArrayNode());
+      return false;
+    }
+    ArrayNode iterations = progress.putArray("iterations");
+    for (int i = 0; i < count; i++) {
+      iterations.addObject().put("index", i).put("status", "pending").putNull("child_run_id").putNull("output");
+    }
+    progress.put("status", "running").put("started_at", Json.TIME.format(now));
+    record("step.waiting", ENGINE, currentStep, null, Map.of("iterations", count));
+    startIterations(step);
+    return true;
+  }
+
+  /** Starts pending iterations of the current step while fewer than its concurrency run. */
+  private void startIterations(Step step) {
+    int concurrency = step instanceof Step.Foreach each ? each.concurrency() : Integer.MAX_VALUE;
+    ArrayNode iterations = (ArrayNode) step(currentStep).get("iterations");
+    int running = 0;
+    for (JsonNode it : iterations) {
+      String status = it.path("status").asText();
+      running += status.equals("running") || status.equals("waiting") ? 1 : 0;
+    }
+    for (JsonNode node : iterations) {
+      if (running >= concurrency) {
+        return;
+      }
+      ObjectNode it = (ObjectNode) node;
+      if (!it.path("status").asText().equals("pending")) {
+        continue;
+      }
+      int i = it.get("index").asInt();
+      String childId = Ids.newId("run", now.toEpochMilli());
+      it.put("status", "running").put("child_run_id", childId);
+      childStarts.add(new ChildStart(currentStep, childId, null, null, iterationDefinition(step, i),
+          Json.tree(base.inputs())));
+      running++;
+    }
+  }
+
+  /**
+   * The definition of iteration {@code i} of the current step: its steps, their last one's output as
+   * its output, one level deeper, and what its expressions see of this run (item, index, run, and
+   * the outer steps its own steps name: only those, so that 1,000 iterations do not each copy
+   * every earlier output).
+   */
+  private String iterationDefinition(Step step, int i) {
+    List<Step> inner = step instanceof Step.Foreach each ? each.steps() : ((Step.Parallel) step).branches().get(i);
+    ObjectNode definition = Json.MAPPER.createObjectNode().put("requires_approval", false);
+    ArrayNode steps = Step.toJson(inner, definition.putArray("steps"));
+    String innerText = Json.string(steps);
+    if (!inner.isEmpty()) {
+      definition.put("output", "{{ steps['" + inner.get(inner.size() - 1).flow().id() + "'].output }}");
+    }
+    definition.put("depth", depth + 1);
+    String name = step.flow().id() + "[" + i + "].";
+    definition.put("key_prefix", (keyPrefix != null ? keyPrefix : base.id() + ":") + name);
+    Map<String, JsonNode> vars = expressionVariables();
+    ObjectNode it = definition.putObject("iteration");
+    if (step instanceof Step.Foreach) {
+      it.set("item", step(currentStep).get("items").get(i));
+    }
+    it.put("index", i).set("run", vars.get("run"));
+    ObjectNode outer = it.putObject("steps");
+    vars.get("steps").fields().forEachRemaining(e -> {
+      if (innerText.contains(e.getKey())) {
+        outer.set(e.getKey(), e.getValue());
+      }
+    });
+    return Json.string(definition);
   }
 
   /** The child runs this machine's moves started, not yet stored. */
@@ -325,6 +465,11 @@ public final class WorkflowRunMachine extends RunMachine {
    * fails ({@code child_failed}), and the run moves on. False when the run does not wait for it.
    */
   boolean childEnded(String childId, String childStatus, JsonNode output, JsonNode childError) {
+    ObjectNode it = iterationOf(childId);
+    if (it != null) {
+      iterationEnded(it, childId, childStatus, output, childError);
+      return true;
+    }
     if (!waitsFor(childId)) {
       return false;
     }
@@ -345,6 +490,68 @@ public final class WorkflowRunMachine extends RunMachine {
     return true;
   }
 
+  /** The current step's iteration whose child run is {@code childId}, if it runs (or waits); else null. */
+  private ObjectNode iterationOf(String childId) {
+    if (ended() || currentStep < 0 || currentStep >= steps.size() || isDone(step(currentStep))) {
+      return null;
+    }
+    for (JsonNode it : step(currentStep).path("iterations")) {
+      String status = it.path("status").asText();
+      if (childId.equals(it.path("child_run_id").asText(null)) && (status.equals("running") || status.equals("waiting"))) {
+        return (ObjectNode) it;
+      }
+    }
+    return null;
+  }
+
+  /**
+   * An iteration's child run ended: its output is kept; a failed (rejected, canceled) one fails the
+   * step and cancels the others; else the next pending iteration starts, and the last one to end
+   * completes the step with the outputs in item order.
+   */
+  private void iterationEnded(ObjectNode it, String childId, String childStatus, JsonNode output, JsonNode childError) {
+    Step step = definition.get(currentStep);
+    ObjectNode progress = step(currentStep);
+    if (!childStatus.equals(RunStatus.SUCCEEDED.wireName())) {
+      it.put("status", childStatus.equals("canceled") ? "canceled" : "failed");
+      cancelIterations();
+      String why = childError != null && childError.hasNonNull("message")
+          ? ": " + childError.path("code").asText() + ": " + childError.path("message").asText() : "";
+      failStep("iteration_failed", null, "iteration " + it.get("index").asInt() + " (child run " + childId + ") ended "
+          + childStatus + why);
+      return;
+    }
+    it.put("status", "succeeded").set("output", output == null ? NullNode.getInstance() : output);
+    if (progress().length() > MAX_RUN_CHARS) {
+      it.putNull("output");
+      cancelIterations();
+      failStep("output_too_large", null, "iteration " + it.get("index").asInt() + " succeeded, but with its output "
+          + "the run's steps would take over " + MAX_RUN_CHARS + " characters");
+      return;
+    }
+    startIterations(step);
+    ArrayNode outputs = Json.MAPPER.createArrayNode();
+    for (JsonNode each : progress.get("iterations")) {
+      if (!each.path("status").asText().equals("succeeded")) {
+        return; // some still to run
+      }
+      outputs.add(each.get("output"));
+    }
+    progress.remove("items");
+    completeStep(outputs);
+  }
+
+  /** Cancels the current step's running iterations (in this commit, see ChildRuns). */
+  private void cancelIterations() {
+    for (JsonNode each : step(currentStep).path("iterations")) {
+      String status = each.path("status").asText();
+      if (status.equals("running") || status.equals("waiting")) {
+        childrenToCancel.add(each.get("child_run_id").asText());
+        ((ObjectNode) each).put("status", "canceled");
+      }
+    }
+  }
+
   /** The current step's child run {@code childId} could not be started ({@code code}, e.g. workflow_not_found). */
   boolean childNotStarted(String childId, String code, String message) {
     if (!waitsFor(childId)) {
@@ -360,6 +567,19 @@ public final class WorkflowRunMachine extends RunMachine {
    */
   boolean childAwaitsApproval(String childId, boolean awaits) {
     String shown = awaits ? "waiting" : "running";
+    ObjectNode it = iterationOf(childId);
+    if (it != null) {
+      if (it.path("status").asText().equals(shown)) {
+        return false;
+      }
+      it.put("status", shown);
+      boolean anyWaits = false;
+      for (JsonNode each : step(currentStep).get("iterations")) {
+        anyWaits |= each.path("status").asText().equals("waiting");
+      }
+      step(currentStep).put("status", anyWaits ? "waiting" : "running");
+      return true;
+    }
     if (!waitsFor(childId) || step(currentStep).path("status").asText().equals(shown)) {
       return false;
     }
@@ -401,9 +621,11 @@ public final class WorkflowRunMachine extends RunMachine {
 
   @Override
   protected void canceled() {
-    if (currentStep >= 0 && currentStep < steps.size() && !isDone(step(currentStep))
-        && step(currentStep).hasNonNull("child_run_id")) {
-      childrenToCancel.add(step(currentStep).get("child_run_id").asText());
+    if (currentStep >= 0 && currentStep < steps.size() && !isDone(step(currentStep))) {
+      if (step(currentStep).hasNonNull("child_run_id")) {
+        childrenToCancel.add(step(currentStep).get("child_run_id").asText());
+      }
+      cancelIterations();
     }
     ObjectNode open = openAttempt();
     if (open != null) {

@@ -24,8 +24,16 @@ import java.util.Set;
  * step has an id (later steps read its output by it), may run only {@code if} an expression holds,
  * and may let the run go on when it fails ({@code on_failure: continue}); see {@link Flow}.
  */
-public sealed interface Step permits Step.Http, Step.Approval, Step.Delay, Step.Workflow, Step.Agent {
+public sealed interface Step permits Step.Http, Step.Approval, Step.Delay, Step.Workflow, Step.Agent, Step.Foreach,
+    Step.Parallel {
+  /** The most steps in one list of steps. */
   int MAX_STEPS = 100;
+  /** The most steps in a definition, counting those inside foreach and parallel steps. */
+  int MAX_ALL_STEPS = 200;
+  /** How deep foreach and parallel steps nest (a top-level step is at depth 1). */
+  int MAX_NESTING = 5;
+  /** The most items a foreach runs its steps for. */
+  int MAX_ITEMS = 1000;
   /** The fields every type of step has. */
   Set<String> FLOW_FIELDS = Set.of("id", "if", "on_failure");
 
@@ -135,32 +143,87 @@ public sealed interface Step permits Step.Http, Step.Approval, Step.Delay, Step.
     }
   }
 
-  /** Parses and checks a steps array; a bad step is a 400 naming steps[i].field. */
-  static List<Step> parseAll(JsonNode steps) {
-    if (steps.size() > MAX_STEPS) {
-      throw DomainException.invalid("steps", "a workflow has at most " + MAX_STEPS + " steps");
+  /**
+   * Runs its {@code steps} once per item of the array {@code items} (a CEL expression) gives, up to
+   * {@code concurrency} at a time, each time as a child run (an iteration) whose expressions also see
+   * {@code item} and {@code index}; its output is the array of each iteration's last output, in
+   * item order. A failed iteration fails the step.
+   */
+  record Foreach(String items, int concurrency, List<Step> steps, Flow flow) implements Step {
+    public String type() {
+      return "foreach";
     }
-    List<Step> parsed = new ArrayList<>();
-    Set<String> ids = new HashSet<>();
-    for (int i = 0; i < steps.size(); i++) {
-      Step step = parse(steps.get(i), "steps[" + i + "]", i);
-      if (!ids.add(step.flow().id())) {
-        throw DomainException.invalid("steps[" + i + "].id", "steps[" + i + "].id '" + step.flow().id()
-            + "' is the id of an earlier step: ids are unique in a workflow");
-      }
-      parsed.add(step);
-    }
-    return parsed;
   }
 
-  private static Step parse(JsonNode node, String at, int index) {
+  /** Runs its {@code branches} (lists of steps) at once, each as a child run, and joins: its output has one entry per branch. */
+  record Parallel(List<List<Step>> branches, Flow flow) implements Step {
+    public String type() {
+      return "parallel";
+    }
+  }
+
+  /** Parses and checks a steps array; a bad step is a 400 naming steps[i].field (steps[i].steps[j].field inside). */
+  static List<Step> parseAll(JsonNode steps) {
+    return new Parsing().list(steps, "steps", 1);
+  }
+
+  /** What parsing a definition has seen: how many steps, counting nested ones. */
+  final class Parsing {
+    private int count;
+
+    List<Step> list(JsonNode steps, String at, int depth) {
+      if (!steps.isArray()) {
+        throw DomainException.invalid(at, at + " must be an array of steps");
+      }
+      if (steps.size() > MAX_STEPS) {
+        throw DomainException.invalid(at, "a list of steps has at most " + MAX_STEPS + " steps");
+      }
+      List<Step> parsed = new ArrayList<>();
+      Set<String> ids = new HashSet<>();
+      for (int i = 0; i < steps.size(); i++) {
+        if (++count > MAX_ALL_STEPS) {
+          throw DomainException.invalid(at + "[" + i + "]", "a workflow has at most " + MAX_ALL_STEPS
+              + " steps, counting those inside foreach and parallel steps");
+        }
+        Step step = parse(steps.get(i), at + "[" + i + "]", i, depth, this);
+        if (!ids.add(step.flow().id())) {
+          throw DomainException.invalid(at + "[" + i + "].id", at + "[" + i + "].id '" + step.flow().id()
+              + "' is the id of an earlier step: ids are unique in a list of steps");
+        }
+        parsed.add(step);
+      }
+      return parsed;
+    }
+  }
+
+  /**
+   * Calls {@code visit} with every step of {@code steps} and of the steps inside them, and the step's
+   * place ({@code steps[2].steps[0]}).
+   */
+  static void walk(List<Step> steps, String at, java.util.function.BiConsumer<Step, String> visit) {
+    for (int i = 0; i < steps.size(); i++) {
+      Step step = steps.get(i);
+      String here = at + "[" + i + "]";
+      visit.accept(step, here);
+      if (step instanceof Foreach each) {
+        walk(each.steps(), here + ".steps", visit);
+      } else if (step instanceof Parallel parallel) {
+        for (int b = 0; b < parallel.branches().size(); b++) {
+          walk(parallel.branches().get(b), here + ".branches[" + b + "]", visit);
+        }
+      }
+    }
+  }
+
+  private static Step parse(JsonNode node, String at, int index, int depth, Parsing parsing) {
     if (!node.isObject()) {
       throw DomainException.invalid(at, at + " must be a JSON object with a type");
     }
     ObjectNode step = (ObjectNode) node;
     JsonNode type = step.get("type");
     if (type == null || !type.isTextual()) {
-      throw DomainException.invalid(at + ".type", at + ".type is required: http, approval, delay, workflow or agent");
+      throw DomainException.invalid(at + ".type", at + ".type is required: http, approval, delay, workflow, agent, "
+          + "foreach or parallel");
     }
     String prefix = at + ".";
     return switch (type.textValue()) {
@@ -214,9 +277,47 @@ public sealed interface Step permits Step.Http, Step.Approval, Step.Delay, Step.
         JsonTemplate.compile(input, prefix + "input");
         yield new Agent(agent, input, flow(f, step, prefix, index));
       }
+      case "foreach", "parallel" -> {
+        if (depth >= MAX_NESTING) {
+          throw DomainException.invalid(at + ".type", at + ": foreach and parallel steps nest at most " + MAX_NESTING
+              + " deep");
+        }
+        if (type.textValue().equals("foreach")) {
+          JsonFields f = JsonFields.of(step, fields("items", "concurrency", "steps"), prefix);
+          String items = f.optionalString("items", null, Expression.MAX_LENGTH);
+          if (items == null) {
+            throw DomainException.invalid(prefix + "items", prefix + "items is required: an expression that gives an "
+                + "array, e.g. steps.lookup.output.orders");
+          }
+          Expression.compile(items, prefix + "items");
+          int concurrency = (int) f.optionalLong("concurrency", 10, 1, 100);
+          List<Step> inner = parsing.list(required(step, "steps", prefix), prefix + "steps", depth + 1);
+          yield new Foreach(items, concurrency, inner, flow(f, step, prefix, index));
+        }
+        JsonFields f = JsonFields.of(step, fields("branches"), prefix);
+        JsonNode branches = required(step, "branches", prefix);
+        if (!branches.isArray() || branches.size() < 2 || branches.size() > 20) {
+          throw DomainException.invalid(prefix + "branches", prefix + "branches must be an array of 2 to 20 "
+              + "arrays of steps");
+        }
+        List<List<Step>> parsed = new ArrayList<>();
+        for (int b = 0; b < branches.size(); b++) {
+          parsed.add(parsing.list(branches.get(b), prefix + "branches[" + b + "]", depth + 1));
+        }
+        yield new Parallel(parsed, flow(f, step, prefix, index));
+      }
       default -> throw DomainException.invalid(at + ".type",
-          at + ".type must be http, approval, delay, workflow or agent, not '" + type.textValue() + "'");
+          at + ".type must be http, approval, delay, workflow, agent, foreach or parallel, not '" + type.textValue()
+              + "'");
     };
+  }
+
+  private static JsonNode required(ObjectNode step, String field, String prefix) {
+    JsonNode value = step.get(field);
+    if (value == null || value.isNull()) {
+      throw DomainException.invalid(prefix + field, prefix + field + " is required");
+    }
+    return value;
   }
 
   /** A type's own fields, its type and the fields every step has. */
@@ -317,6 +418,12 @@ public sealed interface Step permits Step.Http, Step.Approval, Step.Delay, Step.
       }
     } else if (step instanceof Agent a) {
       target.put("agent", a.agent()).set("input", a.input());
+    } else if (step instanceof Foreach each) {
+      target.put("items", each.items()).put("concurrency", each.concurrency());
+      toJson(each.steps(), target.putArray("steps"));
+    } else if (step instanceof Parallel parallel) {
+      ArrayNode branches = target.putArray("branches");
+      parallel.branches().forEach(branch -> toJson(branch, branches.addArray()));
     }
     // The flow's fields only when given, so that a definition without them is stored as before.
     Flow flow = step.flow();

@@ -55,16 +55,18 @@ public record WorkflowDefinition(String name, String description, boolean requir
   }
 
 
-  /** Each field that may refer to secrets (steps[i].url, steps[i].headers.NAME) and its text, in order. */
+  /**
+   * Each field that may refer to secrets (steps[i].url, steps[i].headers.NAME, and those of the http
+   * steps inside foreach and parallel steps) and its text, in order.
+   */
   public Map<String, String> secretFields() {
     Map<String, String> fields = new LinkedHashMap<>();
-    for (int i = 0; i < parsedSteps.size(); i++) {
-      if (parsedSteps.get(i) instanceof Step.Http http) {
-        String at = "steps[" + i + "].";
-        fields.put(at + "url", http.url());
-        http.headers().forEach((name, value) -> fields.put(at + "headers." + name, value));
+    Step.walk(parsedSteps, "steps", (step, at) -> {
+      if (step instanceof Step.Http http) {
+        fields.put(at + ".url", http.url());
+        http.headers().forEach((name, value) -> fields.put(at + ".headers." + name, value));
       }
-    }
+    });
     return fields;
   }
 

@@ -122,16 +122,16 @@ public final class WorkflowService {
    */
   private static void refuseCycles(WorkflowDao dao, String workspaceId, String id, List<Step> steps) {
     Set<String> seen = new HashSet<>();
-    for (int i = 0; i < steps.size(); i++) {
-      if (steps.get(i) instanceof Step.Workflow call) {
+    Step.walk(steps, "steps", (step, at) -> {
+      if (step instanceof Step.Workflow call) {
         List<String> way = wayBack(dao, workspaceId, id, call.workflow(), new ArrayList<>(List.of(id)), seen);
         if (way != null) {
-          throw DomainException.invalid("steps[" + i + "].workflow", "steps[" + i + "].workflow: workflow '" + id
+          throw DomainException.invalid(at + ".workflow", at + ".workflow: workflow '" + id
               + "' would call itself (" + String.join(" → ", way) + "): a workflow may not call itself, "
               + "directly or through others");
         }
       }
-    }
+    });
   }
 
   /** The way from {@code path} through {@code next} back to {@code target}, or null when there is none. */
@@ -144,12 +144,16 @@ public final class WorkflowService {
     if (seen.add(next) && seen.size() <= MAX_WORKFLOWS_FOLLOWED) {
       Optional<Workflow> stored = dao.find(workspaceId, next).filter(w -> !w.archived());
       if (stored.isPresent()) {
-        for (Step step : Step.parseAll(Json.tree(stored.get().steps()))) {
+        List<String> called = new ArrayList<>();
+        Step.walk(Step.parseAll(Json.tree(stored.get().steps())), "steps", (step, at) -> {
           if (step instanceof Step.Workflow call) {
-            List<String> way = wayBack(dao, workspaceId, target, call.workflow(), path, seen);
-            if (way != null) {
-              return way;
-            }
+            called.add(call.workflow());
+          }
+        });
+        for (String callee : called) {
+          List<String> way = wayBack(dao, workspaceId, target, callee, path, seen);
+          if (way != null) {
+            return way;
           }
         }
       }

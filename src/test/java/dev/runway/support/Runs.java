@@ -38,7 +38,17 @@ public final class Runs {
 
   /** As {@link #await(Http, String, String, Predicate)}, reading the run with {@code key} (null: the test's key). */
   public static JsonNode await(Http http, String key, String runId, String what, Predicate<JsonNode> condition) {
-    long deadline = System.nanoTime() + DEADLINE.toNanos();
+    return await(http, key, runId, what, condition, DEADLINE);
+  }
+
+  /** As {@link #await(Http, String, String, Predicate)}, waiting at most {@code limit}. */
+  public static JsonNode await(Http http, String runId, String what, Predicate<JsonNode> condition, Duration limit) {
+    return await(http, null, runId, what, condition, limit);
+  }
+
+  private static JsonNode await(Http http, String key, String runId, String what, Predicate<JsonNode> condition,
+      Duration limit) {
+    long deadline = System.nanoTime() + limit.toNanos();
     JsonNode last = null;
     while (System.nanoTime() < deadline) {
       Http.Reply reply = key == null ? http.get("/v1/runs/" + runId) : http.get("/v1/runs/" + runId, key);
@@ -54,7 +64,7 @@ public final class Runs {
         throw new IllegalStateException(e);
       }
     }
-    return fail("run " + runId + " did not reach " + what + " within " + DEADLINE.toSeconds() + " s; last: " + last);
+    return fail("run " + runId + " did not reach " + what + " within " + limit.toSeconds() + " s; last: " + last);
   }
 
   /** Starts a run with inputs and returns its record (asserting 200). */
