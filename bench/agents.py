@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Many slow runs at once, and one-turn agent runs one after another, on the packaged jar.
 
-Four scenarios, each on a Runway of its own (a fresh H2 file database in a temp dir, workflow and
+Five scenarios, each on a Runway of its own (a fresh H2 file database in a temp dir, workflow and
 agent files off, request log off, per-key rate limit off, steps may call 127.0.0.1), started with
 config/jvm.options as ./run.sh starts it (RUNWAY_JAVA_OPTS replaces them):
 
@@ -21,7 +21,12 @@ config/jvm.options as ./run.sh starts it (RUNWAY_JAVA_OPTS replaces them):
              last parent succeeded), target <= 5 s. On H2, or on the database BENCH_DB_URL names
              (user BENCH_DB_USER; it should be fresh).
 
-usage: python3 bench/agents.py [workflows|agents|latency|children|all]     (default: all)
+  foreach    one workflow run of a foreach over 1,000 items, concurrency 100, each iteration one
+             `http` step whose tool answers after 100 ms; prints start -> succeeded (server clock),
+             target <= 2.5 s (ideal 1 s), and the peak resident memory, target <= 300 MB. H2, or
+             BENCH_DB_URL as for children.
+
+usage: python3 bench/agents.py [workflows|agents|latency|children|foreach|all]     (default: all)
   RUNWAY_JAR        the jar (default: target/runway.jar; build it with mvn -B -DskipTests package)
   RUNWAY_JAVA_OPTS  JVM options instead of config/jvm.options
 Exit status 1 when a scenario could not run (its reason on stderr) or not every run succeeded; a
@@ -529,13 +534,50 @@ def children():
             runway.stop()
 
 
-SCENARIOS = {"workflows": workflows, "agents": agents, "latency": latency, "children": children}
+def foreach():
+    n, delay = 1000, 0.1
+    tool, calls = tool_server(delay)
+    runway = None
+    try:
+        settings = {}
+        if os.environ.get("BENCH_DB_URL"):
+            settings.update({"db.url": os.environ["BENCH_DB_URL"], "db.user": os.environ.get("BENCH_DB_USER", "")})
+        runway = Runway(**settings)
+        runway.ok("PUT", "/v1/workflows/fan-out", {"steps": [
+            {"id": "each", "type": "foreach", "items": "inputs.items", "concurrency": 100,
+             "steps": [{"id": "call", "type": "http", "url": "http://127.0.0.1:%d/tool" % tool.server_address[1],
+                        "body": {"n": "{{ item }}"}}]}],
+            "output": "{{ size(steps.each.output) }}"})
+        idle_kb = runway.memory_kb("VmRSS")
+        sampler = RssSampler(runway).start()
+        run = runway.ok("POST", "/v1/workflows/fan-out/runs", {"project": PROJECT, "inputs": {"items": list(range(n))}})
+        runs = wait_finished(runway, [run["id"]], 120)
+        peak_kb, hwm_kb = sampler.stop(), runway.memory_kb("VmHWM")
+        r = runs[0]
+        ok = r.get("status") == "succeeded" and r.get("output") == n
+        took = ts(r["finished_at"]) - ts(r["created_at"]) if r.get("finished_at") else None
+        print("foreach: one run of a foreach over %d items, concurrency 100, tool answers after %g s: start -> succeeded"
+              " %s (target <= 2.5 s: %s); peak VmRSS %.0f MB (%.0f MB before), VmHWM %.0f MB (target <= 300 MB: %s);"
+              " tool calls %d, at most %d at once"
+              % (n, delay, "%.3f s" % took if took is not None else "n/a", verdict(ok and took is not None and took <= 2.5),
+                 peak_kb / 1024, (idle_kb or 0) / 1024, (hwm_kb or 0) / 1024,
+                 verdict(max(peak_kb, hwm_kb or 0) / 1024 <= 300), calls.calls, calls.peak))
+        if not ok:
+            print("  run: %s" % short(r, 600))
+        return ok
+    finally:
+        if runway:
+            runway.stop()
+        stop_server(tool)
+
+
+SCENARIOS = {"workflows": workflows, "agents": agents, "latency": latency, "children": children, "foreach": foreach}
 
 
 def main():
     which = sys.argv[1] if len(sys.argv) > 1 else "all"
     if which not in list(SCENARIOS) + ["all"] or len(sys.argv) > 2:
-        sys.exit("usage: python3 bench/agents.py [workflows|agents|latency|children|all]")
+        sys.exit("usage: python3 bench/agents.py [workflows|agents|latency|children|foreach|all]")
     if not os.path.exists(JAR):
         sys.exit("no %s: run mvn -B -DskipTests package first (or set RUNWAY_JAR)" % JAR)
     failed = False

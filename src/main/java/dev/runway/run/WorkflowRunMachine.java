@@ -392,6 +392,7 @@ public final class WorkflowRunMachine extends RunMachine {
   private void startIterations(Step step) {
     int concurrency = step instanceof Step.Foreach each ? each.concurrency() : Integer.MAX_VALUE;
     ArrayNode iterations = (ArrayNode) step(currentStep).get("iterations");
+    Map<String, JsonNode> vars = null; // made once, for all the iterations this move starts
     int running = 0;
     for (JsonNode it : iterations) {
       String status = it.path("status").asText();
@@ -408,19 +409,21 @@ public final class WorkflowRunMachine extends RunMachine {
       int i = it.get("index").asInt();
       String childId = Ids.newId("run", now.toEpochMilli());
       it.put("status", "running").put("child_run_id", childId);
-      childStarts.add(new ChildStart(currentStep, childId, null, null, iterationDefinition(step, i),
-          Json.tree(base.inputs())));
+      vars = vars == null ? expressionVariables() : vars;
+      childStarts.add(new ChildStart(currentStep, childId, null, null, iterationDefinition(step, i, vars),
+          vars.get("inputs")));
       running++;
     }
   }
 
   /**
-   * The definition of iteration {@code i} of the current step: its steps, their last one's output as
+   * The definition of iteration {@code i} of the current step ({@code vars}: what this run's
+   * expressions see now): its steps, their last one's output as
    * its output, one level deeper, and what its expressions see of this run (item, index, run, and
    * the outer steps its own steps name: only those, so that 1,000 iterations do not each copy
    * every earlier output).
    */
-  private String iterationDefinition(Step step, int i) {
+  private String iterationDefinition(Step step, int i, Map<String, JsonNode> vars) {
     List<Step> inner = step instanceof Step.Foreach each ? each.steps() : ((Step.Parallel) step).branches().get(i);
     ObjectNode definition = Json.MAPPER.createObjectNode().put("requires_approval", false);
     ArrayNode steps = Step.toJson(inner, definition.putArray("steps"));
@@ -431,7 +434,6 @@ public final class WorkflowRunMachine extends RunMachine {
     definition.put("depth", depth + 1);
     String name = step.flow().id() + "[" + i + "].";
     definition.put("key_prefix", (keyPrefix != null ? keyPrefix : base.id() + ":") + name);
-    Map<String, JsonNode> vars = expressionVariables();
     ObjectNode it = definition.putObject("iteration");
     if (step instanceof Step.Foreach) {
       it.set("item", step(currentStep).get("items").get(i));

@@ -142,6 +142,60 @@ class MultiInstanceTest {
   }
 
   /**
+   * Two instances share 100 runs of a foreach over 5 items whose iterations call the tool and run
+   * two-calls as a child: every run succeeds, and each of the 1,500 Idempotency-Keys (per item: its
+   * own call, and the child's two) is answered 2xx exactly once.
+   */
+  @Test
+  void two_instances_share_100_runs_with_foreach_and_child_runs_each_call_made_once() throws Exception {
+    int parents = 100;
+    Tool tool = tool(0, 0.05);
+    Runway a = started(Runway.start(settings));
+    String key = a.keys().create("multi", "test", List.of(Scope.values()), null, null).key();
+    Http first = Http.onPort(a.port(), key);
+    putWorkflow(first, tool, 10_000);
+    Http.Reply put = first.put("/v1/workflows/fan-out", "{\"steps\":[{\"id\":\"each\",\"type\":\"foreach\","
+        + "\"items\":\"[0, 1, 2, 3, 4]\",\"concurrency\":3,\"steps\":[{\"id\":\"call\",\"type\":\"http\",\"url\":\""
+        + tool.url() + "\",\"max_attempts\":3},{\"id\":\"child\",\"type\":\"workflow\",\"workflow\":\"two-calls\"}]}]}");
+    assertEquals(201, put.status(), put.body());
+    Runway b = started(Runway.start(settings));
+    List<Http> instances = List.of(first, Http.onPort(b.port(), key));
+    List<String> runIds = SharedPostgres.startRuns(instances, "/v1/workflows/fan-out/runs", "{\"project\":\"multi\"}",
+        parents, 8);
+    int all = parents * (1 + 5 + 5); // each run, its 5 iterations and their 5 children
+    try (Connection db = connect()) {
+        waitUntil(Duration.ofSeconds(180), () -> count(db, "SELECT count(*) FROM run WHERE status = 'succeeded'") == all
+          || count(db, "SELECT count(*) FROM run WHERE status IN ('failed', 'canceled')") > 0,
+          () -> "not every run succeeded: " + count(db, "SELECT count(*) FROM run WHERE status = 'succeeded'") + " of "
+              + all + "; " + strings(db, "SELECT id || ' ' || status || ' ' || coalesce(error, '') FROM run "
+              + "WHERE status NOT IN ('succeeded', 'running') LIMIT 5"));
+      assertEquals(0, count(db, "SELECT count(*) FROM run WHERE status <> 'succeeded'"), () -> strings(db,
+          "SELECT id || ' ' || status || ' ' || coalesce(error, '') || ' ' || coalesce(parent_run_id, '-') FROM run "
+          + "WHERE status <> 'succeeded' ORDER BY status LIMIT 5")
+          .toString());
+      assertEquals(0, count(db, "SELECT count(*) FROM run WHERE due_at IS NOT NULL OR lease_owner IS NOT NULL"));
+      assertEquals(all, count(db, "SELECT count(*) FROM run"));
+    }
+    Set<String> expected = new HashSet<>();
+    for (int i = 0; i < runIds.size(); i++) {
+      JsonNode run = getRun(instances.get(i % 2), runIds.get(i));
+      assertEquals("succeeded", run.get("status").asText(), run.toString());
+      JsonNode iterations = run.get("steps").get(0).get("iterations");
+      for (int item = 0; item < 5; item++) {
+        expected.add(runIds.get(i) + ":each[" + item + "].call");
+        JsonNode iteration = getRun(instances.get(item % 2), iterations.get(item).get("child_run_id").asText());
+        String child = iteration.get("steps").get(1).get("child_run_id").asText();
+        expected.add(child + ":0");
+        expected.add(child + ":1");
+      }
+    }
+    assertEquals(expected, tool.calls.keySet(), "the tool saw exactly the keys of the iterations' and children's calls");
+    for (String callKey : expected) {
+      assertEquals(1, tool.successes(callKey), "successful calls of " + callKey);
+    }
+  }
+
+  /**
    * Two instances share 100 runs whose first step is a child run of two-calls (a workflow step) and
    * whose second step calls the tool: every parent and child succeeds, each child belongs to its
    * parent's step, and each of the 300 Idempotency-Keys is answered 2xx exactly once.
@@ -364,7 +418,8 @@ class MultiInstanceTest {
             Thread.sleep(sleepMs);
           }
           boolean fail = n == 1 && ThreadLocalRandom.current().nextDouble() < failFirst;
-          int step = key == null ? -1 : Integer.parseInt(key.substring(key.lastIndexOf(':') + 1));
+          String tail = key == null ? "" : key.substring(key.lastIndexOf(':') + 1);
+          int step = tail.matches("[0-9]+") ? Integer.parseInt(tail) : -1; // a step path (each[2].call) has no index
           byte[] body = (fail ? "{\"ok\":false}" : "{\"ok\":true,\"step\":" + (step + 1) + "}")
               .getBytes(StandardCharsets.UTF_8);
           (fail ? failures : successes).computeIfAbsent(k, x -> new AtomicInteger()).incrementAndGet();

@@ -126,6 +126,79 @@ class EngineRestartIT {
   }
 
   /**
+   * A foreach across a SIGKILL: the jar is killed while 5 of its 20 iterations have their calls out
+   * (the tool holds every call until then); after the restart every iteration's call is made once
+   * per Idempotency-Key (those cut off again, with their key), and the step's output is in item order.
+   */
+  @BothDatabases
+  void a_foreach_goes_on_after_kill_9_with_each_iterations_call_made_once_per_key(TestDatabase db) throws Exception {
+    List<String> after = new CopyOnWriteArrayList<>();
+    java.util.concurrent.atomic.AtomicBoolean killed = new java.util.concurrent.atomic.AtomicBoolean();
+    java.util.concurrent.atomic.AtomicInteger held = new java.util.concurrent.atomic.AtomicInteger();
+    HttpServer tool = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 0);
+    tool.setExecutor(Executors.newFixedThreadPool(16));
+    tool.createContext("/", exchange -> {
+      String key = exchange.getRequestHeaders().getFirst("Idempotency-Key");
+      if (!killed.get()) {
+        held.incrementAndGet();
+        sleep(30_000); // held until the server that made the call is killed
+        exchange.close();
+        return;
+      }
+      after.add(key);
+      byte[] body = ("{\"key\":\"" + key + "\"}").getBytes(StandardCharsets.UTF_8);
+      exchange.getResponseHeaders().add("Content-Type", "application/json");
+      exchange.sendResponseHeaders(200, body.length);
+      exchange.getResponseBody().write(body);
+      exchange.close();
+    });
+    tool.start();
+    String toolUrl = "http://127.0.0.1:" + tool.getAddress().getPort() + "/item";
+    RunwayProcess server = engineServer(db.settingsForFreshDatabase(), "runway-foreach-restart-");
+    String key = server.command("keys", "create", "--workspace", "ops", "--name", "foreach").trim();
+    Http api = server.http(key);
+    try {
+      server.start();
+      Http.Reply put = api.put("/v1/workflows/each", "{\"steps\":[{\"id\":\"each\",\"type\":\"foreach\","
+          + "\"items\":\"inputs.items\",\"concurrency\":5,\"steps\":[{\"id\":\"call\",\"type\":\"http\",\"url\":\""
+          + toolUrl + "\",\"timeout_ms\":60000,\"max_attempts\":3,\"body\":{\"n\":\"{{ item }}\"}}]}]}");
+      assertEquals(201, put.status(), put.body());
+      StringBuilder items = new StringBuilder();
+      for (int i = 0; i < 20; i++) {
+        items.append(i == 0 ? "" : ",").append(i);
+      }
+      Http.Reply started = api.post("/v1/workflows/each/runs", "{\"project\":\"p\",\"inputs\":{\"items\":[" + items + "]}}");
+      assertEquals(200, started.status(), started.body());
+      String run = Json.tree(started.body()).get("id").asText();
+      long deadline = System.nanoTime() + Duration.ofSeconds(20).toNanos();
+      while (held.get() < 5 && System.nanoTime() < deadline) {
+        Thread.sleep(20);
+      }
+      assertEquals(5, held.get(), "5 calls out at once (concurrency 5)");
+
+      server.kill9();
+      killed.set(true);
+      server.start();
+
+      JsonNode done = awaitTerminal(server, api, run);
+      assertEquals("succeeded", done.get("status").asText(), done::toString);
+      JsonNode output = done.get("steps").get(0).get("output");
+      assertEquals(20, output.size());
+      java.util.Set<String> expected = new java.util.HashSet<>();
+      for (int i = 0; i < 20; i++) {
+        expected.add(run + ":each[" + i + "].call");
+        assertEquals(run + ":each[" + i + "].call", output.get(i).get("key").asText(), "outputs in item order");
+      }
+      assertEquals(expected, new java.util.HashSet<>(after), after::toString);
+      assertEquals(20, after.size(), "each iteration's call made once per key after the restart: " + after);
+    } finally {
+      killed.set(true);
+      server.stop();
+      tool.stop(0);
+    }
+  }
+
+  /**
    * SIGTERM while a step is running: the stop waits for the step, records its outcome, closes the
    * database and only then exits 0. The JVM runs a signal handler on a daemon thread and Runway's
    * threads are daemons too, so once the HTTP server had stopped, the JVM used to exit in the middle
