@@ -540,6 +540,8 @@ public final class WorkflowRunMachine extends RunMachine {
       outputs.add(each.get("output"));
     }
     progress.remove("items");
+    // The step's output holds them now, in item order: kept once, so the run stays within its bound.
+    progress.get("iterations").forEach(each -> ((ObjectNode) each).remove("output"));
     completeStep(outputs);
   }
 

@@ -71,6 +71,7 @@ class ForeachParallelTest {
           JsonNode it = each.get("iterations").get(i);
           assertEquals(i, it.get("index").asInt());
           assertEquals("succeeded", it.get("status").asText());
+          assertTrue(!it.has("output"), "the step's output holds the outputs once: " + it);
           JsonNode child = http.get("/v1/runs/" + it.get("child_run_id").asText()).json();
           assertEquals(parent, child.get("parent_run_id").asText());
           assertEquals(child.get("steps").get(0).get("output"), each.get("output").get(i), "outputs in item order");
