@@ -37,18 +37,24 @@ class SampleWorkflowTest {
         } catch (Exception e) {
           throw new AssertionError(e);
         }
-        String vip = Runs.start(http, "local-time", "demo", "{\"timezone\":\"Asia/Tokyo\",\"vip\":true}").get("id").asText();
+        String vip = Runs.start(http, "local-time", "demo",
+            "{\"timezone\":\"Asia/Tokyo\",\"vip\":true,\"others\":[\"Europe/Paris\",\"UTC\"]}").get("id").asText();
         JsonNode run = awaitStatus(http, vip, "succeeded");
         JsonNode output = run.get("output");
         assertEquals("Asia/Tokyo", output.get("timezone").asText(), run::toString);
         assertTrue(output.get("answer").asText().contains("Asia/Tokyo"), run::toString);
         assertTrue(output.get("greeted").asBoolean(), run::toString);
-        assertEquals(2, http.get("/v1/runs?parent_run_id=" + vip).json().get("data").size());
+        assertEquals(2, output.get("others").size(), run::toString);
+        assertTrue(output.get("others").get(0).asText().contains("Europe/Paris"), run::toString);
+        assertTrue(output.get("others").get(1).asText().contains("UTC"), run::toString);
+        // the agent run, the two iterations (each with its agent run below it) and hello
+        assertEquals(4, http.get("/v1/runs?parent_run_id=" + vip).json().get("data").size());
 
         String plain = Runs.start(http, "local-time", "demo", "{\"timezone\":\"Europe/Paris\"}").get("id").asText();
         JsonNode other = awaitStatus(http, plain, "succeeded");
         assertFalse(other.get("output").get("greeted").asBoolean(), other::toString);
-        assertEquals("skipped", other.get("steps").get(1).get("status").asText());
+        assertEquals(0, other.get("output").get("others").size(), other::toString);
+        assertEquals("skipped", other.get("steps").get(2).get("status").asText());
         assertEquals(1, http.get("/v1/runs?parent_run_id=" + plain).json().get("data").size());
 
         assertProblem(Runs.startReply(http, "local-time", "demo", "{}"), 400, "validation_failed", "inputs.timezone");
