@@ -16,13 +16,14 @@ import java.util.List;
 import java.util.Optional;
 
 /**
- * Child runs (a workflow step of type {@code workflow} or {@code agent}), kept in step with their parents in the
- * commits that move either: a child is stored in the commit of the move that reached its step; the
- * parent's step completes (or fails) in the commit that ends the child, and shows {@code waiting}
- * while the child waits for approval; canceling a run cancels its children in the same commit. No
- * thread waits for a child. Rows are locked parent first, then child, in every such commit (an
- * API move on a child locks the runs above it first too, see RunService), so two of them cannot
- * deadlock.
+ * Child runs (of {@code workflow} and {@code agent} steps, and the iterations of {@code foreach}
+ * and {@code parallel} steps), kept in step with their parents in the commits that move either: a
+ * child is stored in the commit of the move that reached its step (or ended an earlier iteration);
+ * the parent's step takes note (completes, fails, starts the next iteration) in the commit that
+ * ends the child, and shows {@code waiting} while the child waits for approval; canceling a run
+ * cancels its children in the same commit. No thread waits for a child. Rows are locked parent
+ * first, then child, in every such commit (an API move on a child locks the runs above it first
+ * too, see RunService), so two of them cannot deadlock.
  */
 final class ChildRuns {
   private final RunMachines machines;
