@@ -5,6 +5,7 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.runway.agent.Agent;
 import dev.runway.agent.AgentDao;
 import dev.runway.agent.AgentDefinition;
+import dev.runway.agent.ToolSchemas;
 import dev.runway.core.Json;
 import dev.runway.core.Time;
 import dev.runway.db.Tx;
@@ -110,16 +111,7 @@ final class ChildRuns {
     Run run = Run.newWorkflowRun(child.runId(), parent.workspaceId(), child.workflow(), parent.project(),
         workflow.get().requiresApproval(), Json.string(inputs), now, template.definition(), template.steps())
         .childOf(parent.id());
-    List<Event> events = new ArrayList<>();
-    WorkflowRunMachine cm = machines.workflow(run, now);
-    boolean due = cm.start(parent.id(), template.violation(inputs), approvalTimeoutSeconds, events);
-    Run stored = cm.toRun(null, null);
-    RunDao.insert(tx, stored);
-    RunEvents.store(tx, stored, events);
-    afterInsert(tx, cm, stored);
-    if (due) {
-      tx.afterCommit(runDue);
-    }
+    insertWorkflowChild(tx, parent, run, template.violation(inputs));
   }
 
   /**
@@ -132,9 +124,17 @@ final class ChildRuns {
     Run run = Run.newWorkflowRun(child.runId(), parent.workspaceId(), parent.workflowId(), parent.project(), false,
         Json.string(child.input()), now, child.definition(),
         Json.string(WorkflowRunMachine.initialSteps(parsed.steps()))).childOf(parent.id());
+    insertWorkflowChild(tx, parent, run, null);
+  }
+
+  /**
+   * Stores a new workflow child run of {@code parent} after its first moves (it fails at once when
+   * its inputs are {@code broken}), with its events, and what those moves ask of other runs.
+   */
+  private void insertWorkflowChild(Tx tx, Run parent, Run run, ToolSchemas.Violation broken) {
     List<Event> events = new ArrayList<>();
-    WorkflowRunMachine cm = machines.workflow(run, now);
-    boolean due = cm.start(parent.id(), null, approvalTimeoutSeconds, events);
+    WorkflowRunMachine cm = machines.workflow(run, run.createdAt());
+    boolean due = cm.start(parent.id(), broken, approvalTimeoutSeconds, events);
     Run stored = cm.toRun(null, null);
     RunDao.insert(tx, stored);
     RunEvents.store(tx, stored, events);
