@@ -485,11 +485,16 @@ public final class WorkflowRunMachine extends RunMachine {
         completeStep(kept);
       }
     } else {
-      String why = childError != null && childError.hasNonNull("message")
-          ? ": " + childError.path("code").asText() + ": " + childError.path("message").asText() : "";
-      failStep("child_failed", null, "child run " + childId + " ended " + childStatus + why);
+      failStep("child_failed", null, "child run " + childId + endedHow(childStatus, childError));
     }
     return true;
+  }
+
+  /** How a child run that did not succeed ended, for the message of the step it fails: " ended failed: code: message". */
+  private static String endedHow(String childStatus, JsonNode childError) {
+    String why = childError != null && childError.hasNonNull("message")
+        ? ": " + childError.path("code").asText() + ": " + childError.path("message").asText() : "";
+    return " ended " + childStatus + why;
   }
 
   /** The current step's iteration whose child run is {@code childId}, if it runs (or waits); else null. */
@@ -517,10 +522,8 @@ public final class WorkflowRunMachine extends RunMachine {
     if (!childStatus.equals(RunStatus.SUCCEEDED.wireName())) {
       it.put("status", childStatus.equals("canceled") ? "canceled" : "failed");
       cancelIterations();
-      String why = childError != null && childError.hasNonNull("message")
-          ? ": " + childError.path("code").asText() + ": " + childError.path("message").asText() : "";
-      failStep("iteration_failed", null, "iteration " + it.get("index").asInt() + " (child run " + childId + ") ended "
-          + childStatus + why);
+      failStep("iteration_failed", null, "iteration " + it.get("index").asInt() + " (child run " + childId + ")"
+          + endedHow(childStatus, childError));
       return;
     }
     it.put("status", "succeeded").set("output", output == null ? NullNode.getInstance() : output);

@@ -150,16 +150,9 @@ class MultiInstanceTest {
   void two_instances_share_100_runs_with_foreach_and_child_runs_each_call_made_once() throws Exception {
     int parents = 100;
     Tool tool = tool(0, 0.05);
-    Runway a = started(Runway.start(settings));
-    String key = a.keys().create("multi", "test", List.of(Scope.values()), null, null).key();
-    Http first = Http.onPort(a.port(), key);
-    putWorkflow(first, tool, 10_000);
-    Http.Reply put = first.put("/v1/workflows/fan-out", "{\"steps\":[{\"id\":\"each\",\"type\":\"foreach\","
+    List<Http> instances = twoInstancesWith(tool, "fan-out", "{\"steps\":[{\"id\":\"each\",\"type\":\"foreach\","
         + "\"items\":\"[0, 1, 2, 3, 4]\",\"concurrency\":3,\"steps\":[{\"id\":\"call\",\"type\":\"http\",\"url\":\""
         + tool.url() + "\",\"max_attempts\":3},{\"id\":\"child\",\"type\":\"workflow\",\"workflow\":\"two-calls\"}]}]}");
-    assertEquals(201, put.status(), put.body());
-    Runway b = started(Runway.start(settings));
-    List<Http> instances = List.of(first, Http.onPort(b.port(), key));
     List<String> runIds = SharedPostgres.startRuns(instances, "/v1/workflows/fan-out/runs", "{\"project\":\"multi\"}",
         parents, 8);
     int all = parents * (1 + 5 + 5); // each run, its 5 iterations and their 5 children
@@ -204,15 +197,8 @@ class MultiInstanceTest {
   void two_instances_share_100_runs_with_child_runs_each_call_made_once() throws Exception {
     int parents = 100;
     Tool tool = tool(0, 0.05);
-    Runway a = started(Runway.start(settings));
-    String key = a.keys().create("multi", "test", List.of(Scope.values()), null, null).key();
-    Http first = Http.onPort(a.port(), key);
-    putWorkflow(first, tool, 10_000);
-    Http.Reply put = first.put("/v1/workflows/with-child", "{\"steps\":[{\"id\":\"child\",\"type\":\"workflow\","
+    List<Http> instances = twoInstancesWith(tool, "with-child", "{\"steps\":[{\"id\":\"child\",\"type\":\"workflow\","
         + "\"workflow\":\"two-calls\"},{\"type\":\"http\",\"url\":\"" + tool.url() + "\",\"max_attempts\":3}]}");
-    assertEquals(201, put.status(), put.body());
-    Runway b = started(Runway.start(settings));
-    List<Http> instances = List.of(first, Http.onPort(b.port(), key));
     List<String> runIds = SharedPostgres.startRuns(instances, "/v1/workflows/with-child/runs", "{\"project\":\"multi\"}",
         parents, 8);
     try (Connection db = connect()) {
@@ -547,6 +533,21 @@ class MultiInstanceTest {
   private Runway started(Runway runway) {
     toClose.add(runway);
     return runway;
+  }
+
+  /**
+   * Two instances on the test's schema, the first with two-calls and workflow {@code id} put
+   * ({@code definition}); a client of each, with one key, in that order.
+   */
+  private List<Http> twoInstancesWith(Tool tool, String id, String definition) {
+    Runway a = started(Runway.start(settings));
+    String key = a.keys().create("multi", "test", List.of(Scope.values()), null, null).key();
+    Http first = Http.onPort(a.port(), key);
+    putWorkflow(first, tool, 10_000);
+    Http.Reply put = first.put("/v1/workflows/" + id, definition);
+    assertEquals(201, put.status(), put.body());
+    Runway b = started(Runway.start(settings));
+    return List.of(first, Http.onPort(b.port(), key));
   }
 
   private void putWorkflow(Http instance, Tool tool, int timeoutMs) {
