@@ -352,6 +352,7 @@ public final class GroupCommitter implements AutoCloseable {
         List<Runnable> afterCommit = jdbi.inTransaction(h -> {
           try (Tx tx = new Tx(h, outbox, metrics)) {
             body.accept(tx);
+            tx.runBeforeCommit();
             tx.flush();
             return tx.afterCommitTasks();
           }

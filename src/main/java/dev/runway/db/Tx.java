@@ -25,6 +25,7 @@ public final class Tx implements AutoCloseable {
   private final Outbox outbox;
   private final Metrics metrics;
   private final List<Runnable> afterCommit = new ArrayList<>();
+  private final java.util.ArrayDeque<Runnable> beforeCommit = new java.util.ArrayDeque<>();
 
   public Tx(Handle handle) {
     this(handle, Outbox.NONE, Metrics.off());
@@ -58,6 +59,23 @@ public final class Tx implements AutoCloseable {
   /** What {@link #afterCommit} asked for, for the group commit to run after the commit. */
   List<Runnable> afterCommitTasks() {
     return afterCommit;
+  }
+
+  /**
+   * Runs {@code task} after every write of this transaction, before the commit (and before
+   * {@link #flush}): for what several writes change together and is best written once, such as a
+   * parent run that several of its children tell of their ends. A task may ask for more; they run
+   * in the order asked. A task that throws fails the transaction.
+   */
+  public void beforeCommit(Runnable task) {
+    beforeCommit.add(task);
+  }
+
+  /** Runs what {@link #beforeCommit} asked for, for the group commit, until nothing more is asked. */
+  void runBeforeCommit() {
+    for (Runnable task = beforeCommit.poll(); task != null; task = beforeCommit.poll()) {
+      task.run();
+    }
   }
 
   /** A value kept for the rest of this transaction under {@code key}, made by {@code make} at the first ask. */

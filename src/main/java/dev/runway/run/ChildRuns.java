@@ -13,7 +13,9 @@ import dev.runway.workflow.Workflow;
 import dev.runway.workflow.WorkflowDao;
 import java.time.Instant;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 
 /**
@@ -49,6 +51,10 @@ final class ChildRuns {
     }
     if (!next.isEnded() && awaitsApproval(m.base) == awaitsApproval(next)) {
       return null;
+    }
+    Told told = told(tx).get(next.parentRunId());
+    if (told != null) {
+      return told.locked(); // locked, with the runs above it, by an earlier child's end in this transaction
     }
     tx.flush(); // the parent may have been inserted in this transaction, by a batch not yet executed
     return lockAncestors(tx, next.workspaceId(), next.parentRunId());
@@ -211,22 +217,43 @@ final class ChildRuns {
     save(tx, cm, cm.toRun(null, null));
   }
 
-  /** Tells the parent what became of its child {@code child}: it ended, or waits for approval, or no longer does. */
+  /**
+   * Tells the parent what became of its child {@code child}: it ended, or waits for approval, or no
+   * longer does. The parent is saved once, before the transaction commits, however many of its
+   * children a group commit tells of: a foreach's iterations end by the dozen, and each save
+   * writes the parent's whole progress.
+   */
   private void tell(Tx tx, Run parent, Run child) {
-    if (parent.isEnded() || parent.isAgent()) {
+    Map<String, Told> told = told(tx);
+    Told pending = told.get(parent.id());
+    WorkflowRunMachine pm = pending != null ? pending.machine()
+        : parent.isEnded() || parent.isAgent() ? null : machines.workflow(parent, Time.now());
+    if (pm == null || pm.ended()) {
       return;
     }
-    WorkflowRunMachine pm = machines.workflow(parent, Time.now());
     boolean changed = child.isEnded()
         ? pm.childEnded(child.id(), child.status(), output(child), child.error() == null ? null : Json.tree(child.error()))
         : pm.childAwaitsApproval(child.id(), awaitsApproval(child));
-    if (changed) {
-      if (child.isEnded() && pm.moveUntilWaiting(approvalTimeoutSeconds)) {
-        tx.afterCommit(runDue); // it stands at an http step: the engine makes the call
-      }
-      Run next = pm.toRun(parent.leaseOwner(), parent.leaseUntil());
-      save(tx, pm, next);
+    if (changed && child.isEnded() && pm.moveUntilWaiting(approvalTimeoutSeconds)) {
+      tx.afterCommit(runDue); // it stands at an http step: the engine makes the call
     }
+    if (changed && pending == null) {
+      told.put(parent.id(), new Told(pm, parent));
+      tx.beforeCommit(() -> {
+        told.remove(parent.id()); // a child it starts now and that ends at once tells it anew
+        save(tx, pm, pm.toRun(parent.leaseOwner(), parent.leaseUntil()));
+      });
+    }
+  }
+
+  /** A parent told of its children's ends in this transaction, as locked, and its machine with their news. */
+  private record Told(WorkflowRunMachine machine, Run locked) {}
+
+  private static final Object TOLD = new Object();
+
+  /** The parents told in this transaction and not yet saved, by id. */
+  private static Map<String, Told> told(Tx tx) {
+    return tx.local(TOLD, k -> new HashMap<String, Told>());
   }
 
   /**
