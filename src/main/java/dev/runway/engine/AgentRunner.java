@@ -141,14 +141,14 @@ final class AgentRunner extends CallingRunner<AgentRunMachine> {
       long withoutAnswer = weight(calling) - MODEL_ANSWER_ROOM;
       IntPredicate mayKeep = bytes -> bytes <= MODEL_ANSWER_ROOM || room.resize(withoutAnswer + bytes);
       return model.complete(request, timeout, mayKeep)
-          .thenApplyAsync(outcome -> settle(calling, room, hold, m -> answered(m, outcome)), executor);
+          .thenComposeAsync(outcome -> settle(calling, room, hold, m -> answered(m, outcome)), executor);
     }
     ObjectNode call = before.nextToolCall();
     AgentDefinition.Tool tool = before.tool(call.get("name").asText());
     JsonNode arguments = AgentRunMachine.arguments(call);
     Duration timeout = shorter(Duration.ofMillis(tool.timeoutMs()), left);
     return tools.call(calling.workspaceId(), calling.id(), calling.agentId(), tool, call.get("id").asText(), arguments,
-        timeout).thenApplyAsync(result -> settle(calling, room, hold,
+        timeout).thenComposeAsync(result -> settle(calling, room, hold,
             m -> m.toolAnswered(result.ok(), result.httpStatus(), result.content(), result.message())), executor);
   }
 
@@ -168,7 +168,7 @@ final class AgentRunner extends CallingRunner<AgentRunMachine> {
   }
 
   /** Records what came of the call, makes the moves that follow, and saves them with the next call's start. */
-  private Run settle(Run calling, CallMemory.Reservation room, Leases.Hold hold,
+  private CompletableFuture<Run> settle(Run calling, CallMemory.Reservation room, Leases.Hold hold,
       java.util.function.Consumer<AgentRunMachine> outcome) {
     AgentRunMachine m = machines.agent(calling, Time.now());
     outcome.accept(m);
@@ -176,7 +176,7 @@ final class AgentRunner extends CallingRunner<AgentRunMachine> {
     boolean callAgain = next != AgentRunMachine.Next.NOTHING && !stopping()
         && room.resize(weight(m.toRun(null, null)));
     Run save = callAgain ? lease(m, next) : m.toRun(null, null);
-    return save(save, m, hold) && callAgain ? save : null;
+    return saveThenNext(save, m, hold, callAgain);
   }
 
   /** The answer's tokens count even when the run changed meanwhile (canceled): the model used them. */

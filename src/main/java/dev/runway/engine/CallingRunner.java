@@ -67,18 +67,25 @@ abstract class CallingRunner<M extends RunMachine> implements RunAdvancer {
    * a paused process waking commits nothing of it) and still at the version it was read at. False
    * otherwise: a caller's move (cancel, approve) came first and the run is left as that move made
    * it, or the run was lost and the answer is dropped (the instance that took the run over makes
-   * the call again, with the same Idempotency-Key).
+   * the call again, with the same Idempotency-Key). No thread waits for the commit: the answers of
+   * many calls then share one, however few the engine's workers.
    */
-  protected final boolean save(Run next, M m, Leases.Hold hold) {
-    boolean saved = committer.commit(next.workspaceId(), tx -> {
+  protected final CompletableFuture<Boolean> save(Run next, M m, Leases.Hold hold) {
+    return committer.submit(next.workspaceId(), tx -> {
       saveAlso(tx, m);
       return leases.holds(hold) && m.saveHeldIn(tx, next, hold.owner());
+    }).thenApply(saved -> {
+      if (!saved) {
+        LOG.info("run {} changed while its call was out, or this instance's lease on it lapsed; leaving it as it "
+            + "is now", next.id());
+      }
+      return saved;
     });
-    if (!saved) {
-      LOG.info("run {} changed while its call was out, or this instance's lease on it lapsed; leaving it as it "
-          + "is now", next.id());
-    }
-    return saved;
+  }
+
+  /** The run of the next call once {@code next} is saved: {@code next} if {@code callAgain}, else null (see {@link #callOnce}). */
+  protected final CompletableFuture<Run> saveThenNext(Run next, M m, Leases.Hold hold, boolean callAgain) {
+    return save(next, m, hold).thenApply(saved -> saved && callAgain ? next : null);
   }
 
   /** What is written with every save of a move, whether or not the run itself is saved. */

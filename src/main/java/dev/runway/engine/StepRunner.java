@@ -85,7 +85,7 @@ final class StepRunner extends CallingRunner<WorkflowRunMachine> {
     } catch (ExpressionFailed e) {
       outcome = CompletableFuture.completedFuture(HttpStepCaller.Outcome.expressionFailed(e.getMessage()));
     }
-    return outcome.thenApplyAsync(answered -> settle(calling, answered, room, hold), executor);
+    return outcome.thenComposeAsync(answered -> settle(calling, answered, room, hold), executor);
   }
 
   @Override
@@ -93,7 +93,7 @@ final class StepRunner extends CallingRunner<WorkflowRunMachine> {
     return CallMemory.weight(run, settings.maxResponseBytes());
   }
 
-  private Run settle(Run calling, HttpStepCaller.Outcome outcome, CallMemory.Reservation room, Leases.Hold hold) {
+  private CompletableFuture<Run> settle(Run calling, HttpStepCaller.Outcome outcome, CallMemory.Reservation room, Leases.Hold hold) {
     WorkflowRunMachine m = moveOn(calling, outcome);
     boolean callAgain = planInstantMoves(m) && !stopping() && hasRoom(m, room);
     Run next = callAgain ? leaseForCall(m) : m.toRun(null, null);
@@ -104,7 +104,7 @@ final class StepRunner extends CallingRunner<WorkflowRunMachine> {
       callAgain = planInstantMoves(m) && !stopping() && hasRoom(m, room);
       next = callAgain ? leaseForCall(m) : m.toRun(null, null);
     }
-    return save(next, m, hold) && callAgain ? next : null;
+    return saveThenNext(next, m, hold, callAgain);
   }
 
   /**
