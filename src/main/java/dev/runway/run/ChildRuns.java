@@ -47,7 +47,8 @@ final class ChildRuns {
     if (next.parentRunId() == null) {
       return null;
     }
-    if (!next.isEnded() && awaitsApproval(m.base) == awaitsApproval(next)) {
+    boolean writesRecords = m instanceof WorkflowRunMachine w && w.crmWrite() != null; // may end the run in this commit
+    if (!next.isEnded() && !writesRecords && awaitsApproval(m.base) == awaitsApproval(next)) {
       return null;
     }
     tx.flush(); // the parent may have been inserted in this transaction, by a batch not yet executed
@@ -81,6 +82,10 @@ final class ChildRuns {
       }
       for (String child : w.childrenToCancel()) {
         cancel(tx, next, child);
+      }
+      if (w.crmWrite() != null) {
+        machines.crmSteps().write(tx, w, next); // saves the run again, moved on: that save tells the parent
+        return;
       }
     }
     if (parent != null) {
@@ -253,7 +258,7 @@ final class ChildRuns {
   }
 
   /** Saves a run locked in this transaction; it cannot have changed under the lock. */
-  private static void save(Tx tx, RunMachine m, Run next) {
+  static void save(Tx tx, RunMachine m, Run next) {
     if (!m.saveIn(tx, next)) {
       throw new IllegalStateException("run " + next.id() + " changed under its row lock");
     }
