@@ -74,7 +74,11 @@ final class ChildRuns {
     return locked;
   }
 
-  /** After {@code next} was saved: starts and cancels the children its moves asked for, and tells {@code parent} (locked by {@link #lockParent}). */
+  /**
+   * After {@code next} was saved: starts and cancels the children its moves asked for, writes the
+   * records of the crm step it stopped at (see {@link CrmSteps}, whose save of the run moved on tells
+   * the parent), else tells {@code parent} (locked by {@link #lockParent}).
+   */
   void saved(Tx tx, RunMachine m, Run next, Run parent) {
     if (m instanceof WorkflowRunMachine w) {
       for (WorkflowRunMachine.ChildStart child : w.childStarts()) {

@@ -18,5 +18,4 @@ public interface CrmWriter {
    * a quota), or when its answer would take more than {@code maxAnswerChars}.
    */
   JsonNode sync(Tx tx, Run run, int depth, String objectType, String mode, JsonNode records, int maxAnswerChars);
-
 }

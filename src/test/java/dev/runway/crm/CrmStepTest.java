@@ -166,6 +166,22 @@ class CrmStepTest {
     });
   }
 
+  /** A refusal comes before any write: the step fails and nothing of its records is stored. */
+  @BothDatabases
+  void a_crm_step_past_the_workspace_quota_fails_and_writes_nothing(Api api) {
+    api.testWithServices(s -> s.with("quotas.crm_records_per_workspace", "2"), http -> {
+      put(http, "three", """
+          {"steps":[{"type":"crm","object_type":"contacts",
+                     "records":[{"external_id":"q-1"},{"external_id":"q-2"},{"external_id":"q-3"}]}]}
+          """);
+      JsonNode failed = run(http, Runs.start(http, "three", "demo", "{}").get("id").asText());
+      assertEquals("failed", failed.get("status").asText(), failed::toString);
+      assertEquals("quota_exceeded", failed.get("steps").get(0).get("error").get("code").asText(), failed::toString);
+      assertEquals(0, http.get("/v1/crm/contacts/records").json().get("data").size());
+      assertEquals(0, http.get("/v1/crm/contacts/changes").json().get("data").size());
+    });
+  }
+
   @BothDatabases
   void crm_steps_inside_a_foreach_write_once_per_item(Api api) {
     api.test(http -> {
