@@ -137,7 +137,7 @@ public final class Runway implements AutoCloseable {
       Javalin app = joinStart(http);
       if (settings.engine().enabled()) {
         Engine started = Engine.start(database.jdbi(), database.committer(), settings.engine(), settings.model(),
-            services.secrets(), leases);
+            services.secrets(), services.crmSteps(), leases);
         engine.set(started);
         metrics.watchEngine(started::backlog, started::callsInFlight, started::callBytesInFlight);
         // Runs that CRM changes queued are made by the instances that run the engine.

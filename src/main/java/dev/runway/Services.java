@@ -5,11 +5,13 @@ import dev.runway.auth.ApiKeyService;
 import dev.runway.console.AccountService;
 import dev.runway.console.SessionService;
 import dev.runway.crm.CrmService;
+import dev.runway.crm.CrmStepWriter;
 import dev.runway.db.Database;
 import dev.runway.idempotency.IdempotencyStore;
 import dev.runway.metrics.Metrics;
 import dev.runway.quota.Quotas;
 import dev.runway.events.EventReads;
+import dev.runway.run.CrmWriter;
 import dev.runway.run.RunMachines;
 import dev.runway.run.RunService;
 import dev.runway.run.RunStarts;
@@ -22,7 +24,8 @@ import dev.runway.workflow.WorkflowService;
 /** Runway's services over one database, wired with plain constructors. */
 public record Services(Database database, ApiKeyService keys, WorkflowService workflows, RunStarts starts,
     RunService runs, EventReads events, SecretService secrets, AgentService agents, IdempotencyStore idempotency,
-    CrmService crm, WebhookService webhooks, AccountService accounts, SessionService sessions, Metrics metrics, Quotas quotas) {
+    CrmService crm, CrmWriter crmSteps, WebhookService webhooks, AccountService accounts, SessionService sessions,
+    Metrics metrics, Quotas quotas) {
 
   /** Services without metrics (the keys and accounts commands, some tests): no /metrics, nothing counted. */
   public static Services over(Database database, ServerSettings settings, Runnable runDue) {
@@ -39,7 +42,10 @@ public record Services(Database database, ApiKeyService keys, WorkflowService wo
     AgentService agents = new AgentService(database.jdbi(), settings.model().allowed(),
         new TokenQuota(database.jdbi(), settings.model().tokensPerWorkspacePerDay()), quotas);
     IdempotencyStore idempotency = new IdempotencyStore(database.jdbi(), settings.idempotencyTtl());
-    RunMachines machines = new RunMachines(settings.engine().approvalTimeoutSeconds(), runDue);
+    CrmService crm = new CrmService(database.jdbi(), database.committer(), runDue, idempotency,
+        settings.crm().changesRetention(), metrics, !database.isSingleProcess(), quotas);
+    CrmWriter crmSteps = new CrmStepWriter(crm, settings.crm());
+    RunMachines machines = new RunMachines(settings.engine().approvalTimeoutSeconds(), runDue, crmSteps);
     RunStarts starts = new RunStarts(database.committer(), workflows, agents, idempotency,
         settings.engine().approvalTimeoutSeconds(), runDue, quotas, machines);
     RunService runs = new RunService(database.jdbi(), database.committer(), machines, runDue);
@@ -55,8 +61,8 @@ public record Services(Database database, ApiKeyService keys, WorkflowService wo
         secrets,
         agents,
         idempotency,
-        new CrmService(database.jdbi(), database.committer(), starts, idempotency,
-            settings.crm().changesRetention(), metrics, !database.isSingleProcess(), quotas),
+        crm,
+        crmSteps,
         new WebhookService(database.jdbi(), database.committer(), secrets::box, settings.webhooks(), metrics, quotas),
         new AccountService(database.jdbi(), settings.console()),
         new SessionService(database.jdbi(), settings.console()),

@@ -15,7 +15,7 @@ import dev.runway.metrics.Metrics;
 import dev.runway.quota.Quota;
 import dev.runway.quota.QuotaDao;
 import dev.runway.quota.Quotas;
-import dev.runway.run.RunStarts;
+import dev.runway.run.WorkflowRunMachine;
 import dev.runway.trigger.RunRequest;
 import dev.runway.trigger.RunRequestDao;
 import dev.runway.workflow.Trigger;
@@ -42,7 +42,7 @@ public final class CrmService {
   private static final Logger LOG = LoggerFactory.getLogger(CrmService.class);
   private final Jdbi jdbi;
   private final GroupCommitter committer;
-  private final RunStarts runs;
+  private final Runnable runsDue;
   private final IdempotencyStore idempotency;
   private final Duration changesRetention;
   private final Metrics metrics;
@@ -57,14 +57,14 @@ public final class CrmService {
   /**
    * The change feed keeps changes for {@code changesRetention} (see {@link #prune}); syncs' records
    * are counted by outcome in {@code metrics}. {@code postgres}: the database is PostgreSQL (see
-   * {@link RecordStatistics}).
+   * {@link RecordStatistics}). {@code runsDue} wakes the trigger processor when a write queued runs.
    */
-  public CrmService(Jdbi jdbi, GroupCommitter committer, RunStarts runs, IdempotencyStore idempotency,
+  public CrmService(Jdbi jdbi, GroupCommitter committer, Runnable runsDue, IdempotencyStore idempotency,
       Duration changesRetention, Metrics metrics, boolean postgres, Quotas quotas) {
     this.jdbi = jdbi;
     this.quotas = quotas;
     this.committer = committer;
-    this.runs = runs;
+    this.runsDue = runsDue;
     this.idempotency = idempotency;
     this.changesRetention = changesRetention;
     this.metrics = metrics;
@@ -114,7 +114,7 @@ public final class CrmService {
       if (!ids.isEmpty() && !sameVersions(CrmDao.findAll(tx.connection(), ws, type, ids, true), before)) {
         current = SyncPlan.of(ws, type, request, CrmDao.findAll(tx.connection(), ws, type, ids, false), now, limits);
       }
-      boolean runsDue = apply(tx, caller, type, current, now, limits.maxObjectTypes());
+      boolean runsDue = apply(tx, caller, type, current, now, limits.maxObjectTypes(), 1);
       String body = answer(current);
       if (idempotencyKey != null) {
         idempotency.store(tx, caller, idempotencyKey, requestHash, new IdempotencyStore.Stored(200, body), now);
@@ -135,7 +135,7 @@ public final class CrmService {
   /** After the sync's commit. */
   private Synced synced(Applied applied, String ws, String type) {
     if (applied.runsDue()) {
-      runs.runsBecameDue();
+      runsDue.run();
     }
     statistics.created(ws, type, count(applied.plan()).getOrDefault(SyncPlan.CREATED, 0));
     return new Synced(applied.body(), false);
@@ -161,18 +161,52 @@ public final class CrmService {
       Instant now = Time.now();
       SyncRequest request = new SyncRequest(false, List.of(new SyncRequest.Item(0, externalId, null, true, null, null)));
       SyncPlan plan = SyncPlan.of(ws, type, request, Map.of(externalId, before), now, limits);
-      return new Deleted(plan.writes.get(0).next(), apply(tx, caller, type, plan, now, limits.maxObjectTypes()));
+      return new Deleted(plan.writes.get(0).next(), apply(tx, caller, type, plan, now, limits.maxObjectTypes(), 1));
     });
     if (deleted.runsDue()) {
-      runs.runsBecameDue();
+      runsDue.run();
     }
     return deleted.record();
   }
 
   private record Deleted(CrmRecord record, boolean runsDue) {}
 
-  /** Stores the plan's writes with their changes, counts and requests for triggered runs; true if it queued some. */
-  private boolean apply(Tx tx, Principal caller, String type, SyncPlan plan, Instant now, int maxObjectTypes) {
+  /**
+   * A sync made by a workflow's crm step, in {@code tx}, the transaction that completes the step: as
+   * {@link #sync} without an Idempotency-Key (the step's commit makes it once), its triggered runs
+   * nesting {@code depth} deep. Returns the answer; refuses (having written nothing) a sync the
+   * endpoint would refuse, or one whose answer would take more than {@code maxAnswerChars}.
+   */
+  String syncInTransaction(Tx tx, Principal caller, String type, SyncRequest request, CrmSettings limits, int depth,
+      int maxAnswerChars) {
+    String ws = caller.workspaceId();
+    List<String> ids = request.items().stream().filter(i -> i.error() == null).map(SyncRequest.Item::externalId).toList();
+    Map<String, CrmRecord> before = ids.isEmpty() ? Map.of()
+        : CrmDao.findAll(tx.connection(), ws, type, ids, false, CrmSettings.MAX_SYNC_CHARS);
+    Instant now = Time.now();
+    SyncPlan plan = SyncPlan.of(ws, type, request, before, now, limits);
+    if (plan.writtenChars() > CrmSettings.MAX_SYNC_CHARS) {
+      throw SyncPlan.tooLarge(CrmSettings.MAX_SYNC_CHARS);
+    }
+    String body = answer(plan);
+    if (body.length() > maxAnswerChars) {
+      throw new DomainException(Kind.TOO_LARGE, "output_too_large", "the sync's answer would take " + body.length()
+          + " characters, more than the run has room for (" + maxAnswerChars + "); write fewer records per step",
+          "records");
+    }
+    if (apply(tx, caller, type, plan, now, limits.maxObjectTypes(), depth)) {
+      tx.afterCommit(runsDue);
+    }
+    tx.afterCommit(() -> statistics.created(ws, type, count(plan).getOrDefault(SyncPlan.CREATED, 0)));
+    return body;
+  }
+
+  /**
+   * Stores the plan's writes with their changes, counts and requests for triggered runs (which nest
+   * {@code depth} deep); true if it queued some. It refuses (quotas, object types) before it writes.
+   */
+  private boolean apply(Tx tx, Principal caller, String type, SyncPlan plan, Instant now, int maxObjectTypes,
+      int depth) {
     if (plan.writes.isEmpty()) {
       return false;
     }
@@ -197,7 +231,7 @@ public final class CrmService {
     }
     CrmDao.write(tx, plan.writes);
     tx.outbox().publish(tx, ws, Ids.newId("evt", now.toEpochMilli()), CHANGED_EVENT, now, () -> changedData(type, plan));
-    return queueTriggeredRuns(tx, caller, type, plan.writes, now);
+    return queueTriggeredRuns(tx, caller, type, plan.writes, now, depth);
   }
 
   private static String changedData(String type, SyncPlan plan) {
@@ -226,10 +260,18 @@ public final class CrmService {
    * for: the trigger processor makes the runs later, a few per commit (see TriggerProcessor), so a
    * write's commit stays small however many workflows listen. Only triggers whose project the
    * caller's key may use fire: a key limited to projects starts no run outside them this way
-   * either. True if something was queued (then wake the processor after the commit).
+   * either. The runs nest {@code depth} deep: past {@link WorkflowRunMachine#MAX_DEPTH} (a chain of
+   * crm steps whose changes trigger each other's workflows) none is queued. True if something was
+   * queued (then wake the processor after the commit).
    */
-  private boolean queueTriggeredRuns(Tx tx, Principal caller, String type, List<SyncPlan.Write> writes, Instant now) {
+  private boolean queueTriggeredRuns(Tx tx, Principal caller, String type, List<SyncPlan.Write> writes, Instant now,
+      int depth) {
     String ws = caller.workspaceId();
+    if (depth > WorkflowRunMachine.MAX_DEPTH) {
+      LOG.info("run {} wrote {} records at depth {}: no workflow is triggered past depth {}", caller.keyId(), type,
+          depth - 1, WorkflowRunMachine.MAX_DEPTH);
+      return false;
+    }
     List<TriggerRow> triggers = new ArrayList<>(CrmDao.triggers(tx.connection(), ws, type));
     if (triggers.isEmpty()) {
       return false;
@@ -264,7 +306,8 @@ public final class CrmService {
       ObjectNode record = Json.MAPPER.valueToTree(RecordView.of(write.next()));
       record.set("properties", write.properties() != null ? write.properties() : Json.tree(write.next().properties()));
       inputs.set("record", record);
-      RunRequestDao.queue(tx, Ids.newId("rrq", now.toEpochMilli()), ws, targets, Json.string(inputs), caller.keyId(), now);
+      RunRequestDao.queue(tx, Ids.newId("rrq", now.toEpochMilli()), ws, targets, Json.string(inputs), caller.keyId(), depth,
+          now);
       queued = true;
     }
     return queued;

@@ -7,6 +7,7 @@ import dev.runway.db.Slice;
 import dev.runway.db.Tx;
 import dev.runway.instance.Leases;
 import dev.runway.outbound.OutboundHttp;
+import dev.runway.run.CrmWriter;
 import dev.runway.run.Run;
 import dev.runway.run.RunDao;
 import dev.runway.run.RunMachine;
@@ -79,7 +80,7 @@ public final class Engine implements AutoCloseable {
   private final CallMemory memory;
   private volatile boolean running = true;
 
-  private Engine(Jdbi jdbi, GroupCommitter committer, EngineSettings settings, SecretSource secrets,
+  private Engine(Jdbi jdbi, GroupCommitter committer, EngineSettings settings, SecretSource secrets, CrmWriter crm,
       OutboundHttp outbound, ModelSettings modelSettings, Leases leases) {
     this.jdbi = jdbi;
     this.leases = leases;
@@ -94,7 +95,7 @@ public final class Engine implements AutoCloseable {
       t.setDaemon(true);
       return t;
     });
-    RunMachines machines = new RunMachines(settings.approvalTimeoutSeconds(), this::wake);
+    RunMachines machines = new RunMachines(settings.approvalTimeoutSeconds(), this::wake, crm);
     this.steps = new StepRunner(committer, settings,
         new HttpStepCaller(outbound, secrets, settings.maxResponseBytes()), machines, leases, workers);
     // One trusted endpoint serves every model call: it is bounded by the calls in flight, not per host.
@@ -105,10 +106,13 @@ public final class Engine implements AutoCloseable {
     this.dispatcher.setDaemon(true);
   }
 
-  /** Starts the engine, calling tools through an outbound client made from the settings. */
+  /**
+   * Starts the engine, calling tools through an outbound client made from the settings; crm steps
+   * write their records through {@code crm}.
+   */
   public static Engine start(Jdbi jdbi, GroupCommitter committer, EngineSettings settings, ModelSettings model,
-      SecretSource secrets, Leases leases) {
-    return start(jdbi, committer, settings, model, secrets, settings.outbound(null), leases);
+      SecretSource secrets, CrmWriter crm, Leases leases) {
+    return start(jdbi, committer, settings, model, secrets, crm, settings.outbound(null), leases);
   }
 
   /**
@@ -116,8 +120,8 @@ public final class Engine implements AutoCloseable {
    * {@code leases}, renewed by the instance's heartbeat.
    */
   public static Engine start(Jdbi jdbi, GroupCommitter committer, EngineSettings settings, ModelSettings model,
-      SecretSource secrets, OutboundHttp outbound, Leases leases) {
-    Engine engine = new Engine(jdbi, committer, settings, secrets, outbound, model, leases);
+      SecretSource secrets, CrmWriter crm, OutboundHttp outbound, Leases leases) {
+    Engine engine = new Engine(jdbi, committer, settings, secrets, crm, outbound, model, leases);
     engine.dispatcher.start();
     LOG.info("engine {} started: {} calls in flight at most, {} per workspace", engine.owner,
         settings.maxCallsInFlight(), settings.maxCallsInFlightPerWorkspace());

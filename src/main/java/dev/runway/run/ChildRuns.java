@@ -49,7 +49,8 @@ final class ChildRuns {
     if (next.parentRunId() == null) {
       return null;
     }
-    if (!next.isEnded() && awaitsApproval(m.base) == awaitsApproval(next)) {
+    boolean writesRecords = m instanceof WorkflowRunMachine w && w.crmWrite() != null; // may end the run in this commit
+    if (!next.isEnded() && !writesRecords && awaitsApproval(m.base) == awaitsApproval(next)) {
       return null;
     }
     Told told = told(tx).get(next.parentRunId());
@@ -79,7 +80,11 @@ final class ChildRuns {
     return locked;
   }
 
-  /** After {@code next} was saved: starts and cancels the children its moves asked for, and tells {@code parent} (locked by {@link #lockParent}). */
+  /**
+   * After {@code next} was saved: starts and cancels the children its moves asked for, writes the
+   * records of the crm step it stopped at (see {@link CrmSteps}, whose save of the run moved on tells
+   * the parent), else tells {@code parent} (locked by {@link #lockParent}).
+   */
   void saved(Tx tx, RunMachine m, Run next, Run parent) {
     if (m instanceof WorkflowRunMachine w) {
       for (WorkflowRunMachine.ChildStart child : w.childStarts()) {
@@ -87,6 +92,10 @@ final class ChildRuns {
       }
       for (String child : w.childrenToCancel()) {
         cancel(tx, next, child);
+      }
+      if (w.crmWrite() != null) {
+        machines.crmSteps().write(tx, w, next); // saves the run again, moved on: that save tells the parent
+        return;
       }
     }
     if (parent != null) {
@@ -280,7 +289,7 @@ final class ChildRuns {
   }
 
   /** Saves a run locked in this transaction; it cannot have changed under the lock. */
-  private static void save(Tx tx, RunMachine m, Run next) {
+  static void save(Tx tx, RunMachine m, Run next) {
     if (!m.saveIn(tx, next)) {
       throw new IllegalStateException("run " + next.id() + " changed under its row lock");
     }

@@ -9,6 +9,7 @@ import java.time.Instant;
  */
 public final class RunMachines {
   private final ChildRuns children;
+  private final CrmSteps crmSteps;
   private final WeighedCache<String, WorkflowRunMachine.Definition> workflows =
       new WeighedCache<>(3_000_000, (text, definition) -> 3L * text.length());
   private final WeighedCache<String, AgentRunMachine.Definition> agents =
@@ -17,14 +18,19 @@ public final class RunMachines {
   /**
    * Machines whose moves start, cancel and settle child runs in their commits: child approval gates
    * without a time-out of their own get {@code approvalTimeoutSeconds}; {@code runDue} is told when
-   * such a commit made a run due now.
+   * such a commit made a run due now; crm steps write their records through {@code crm}.
    */
-  public RunMachines(long approvalTimeoutSeconds, Runnable runDue) {
+  public RunMachines(long approvalTimeoutSeconds, Runnable runDue, CrmWriter crm) {
     this.children = new ChildRuns(this, approvalTimeoutSeconds, runDue);
+    this.crmSteps = new CrmSteps(crm, this, approvalTimeoutSeconds, runDue);
   }
 
   ChildRuns children() {
     return children;
+  }
+
+  CrmSteps crmSteps() {
+    return crmSteps;
   }
 
   /** The machine of the run's kind. */

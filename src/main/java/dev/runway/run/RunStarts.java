@@ -163,7 +163,10 @@ public final class RunStarts {
   }
 
   private Run newRun(String runId, Workflow workflow, String project, ObjectNode inputs) {
-    WorkflowTemplate template = template(workflow);
+    return newRun(runId, template(workflow), workflow, project, inputs);
+  }
+
+  private Run newRun(String runId, WorkflowTemplate template, Workflow workflow, String project, ObjectNode inputs) {
     Instant now = Time.now();
     return Run.newWorkflowRun(runId, workflow.workspaceId(), workflow.id(), project, workflow.requiresApproval(),
         Json.string(inputs), now, template.definition(), template.steps());
@@ -173,13 +176,15 @@ public final class RunStarts {
    * Starts a run of {@code workflow} with the id {@code runId} within {@code tx}, the transaction
    * that also marks what asked for it as done (a queued trigger request), so both commit or neither
    * does; a second start with the same id fails on the run's primary key. {@code actor} is named by
-   * its start event. Returns whether the engine has work for it at once: then call
+   * its start event; the run nests {@code depth} deep (1, or more for a run a crm step's change
+   * triggered). Returns whether the engine has work for it at once: then call
    * {@link #runsBecameDue} after the commit.
    */
   public boolean startInTransaction(Tx tx, String runId, Workflow workflow, String project, ObjectNode inputs,
-      String actor) {
-    Firsts firsts = firstMoves(newRun(runId, workflow, project, inputs), actor,
-        template(workflow).violation(inputs));
+      String actor, int depth) {
+    WorkflowTemplate template = depth <= 1 ? template(workflow) : WorkflowTemplate.of(workflow, depth);
+    Firsts firsts = firstMoves(newRun(runId, template, workflow, project, inputs), actor,
+        template.violation(inputs));
     insert(tx, firsts);
     return firsts.callDue();
   }

@@ -30,7 +30,7 @@ public final class WorkflowRunMachine extends RunMachine {
   /** What makes the run's output when it succeeds; null: it has none. */
   private final JsonTemplate outputTemplate;
   /** How deep runs nest: a run at this depth starts no child run (its workflow step fails). */
-  static final int MAX_DEPTH = 5;
+  public static final int MAX_DEPTH = 5;
   private final List<Step> definition;
   private final int depth;
   /**
@@ -48,6 +48,8 @@ public final class WorkflowRunMachine extends RunMachine {
   private final List<ChildStart> childStarts = new ArrayList<>();
   /** The child runs to cancel with this run, in the same commit. */
   private final List<String> childrenToCancel = new ArrayList<>();
+  /** The records the current crm step writes in the commit that saves this move (see {@link CrmSteps}); else null. */
+  private CrmWrite crmWrite;
 
   /** A run's stored definition, parsed: its steps, what makes its output (null: none), how deep it nests. */
   record Definition(List<Step> steps, JsonTemplate output, int depth, JsonNode iteration, String keyPrefix) {}
@@ -59,6 +61,9 @@ public final class WorkflowRunMachine extends RunMachine {
    * {@code definition} (JSON) with {@code input} (the inputs). Only one of the three is set.
    */
   record ChildStart(int step, String runId, String workflow, String agent, String definition, JsonNode input) {}
+
+  /** What crm step {@code step} writes: {@code records}, evaluated, as its definition {@code crm} says. */
+  record CrmWrite(int step, Step.Crm crm, JsonNode records) {}
 
   /** The machine of {@code run}, its definition parsed now (see {@link RunMachines}, which keeps them parsed). */
   public WorkflowRunMachine(Run run, Instant now) {
@@ -161,6 +166,15 @@ public final class WorkflowRunMachine extends RunMachine {
           continue; // the child could not start: the step failed, and the run unless the step goes on
         }
         dueAt = null; // the child's end moves the run on
+        return false;
+      }
+      if (step instanceof Step.Crm crm) {
+        if (!writeRecords(crm)) {
+          continue; // its records could not be made: the step failed, and the run unless the step goes on
+        }
+        // Written in the commit that saves this move, which then moves on (CrmSteps). Due meanwhile,
+        // so that a save that did not write them (none does) would leave the engine to come back.
+        dueAt = now;
         return false;
       }
       if (step instanceof Step.Delay delay) {
@@ -339,6 +353,45 @@ public final class WorkflowRunMachine extends RunMachine {
     childStarts.add(new ChildStart(currentStep, childId, workflow, agent, null, input));
     record("step.waiting", ENGINE, currentStep, null, Map.of("child_run_id", childId));
     return true;
+  }
+
+  /**
+   * Makes a crm step's records and keeps them for {@link CrmSteps} to write in this move's commit;
+   * the step is running until then. False when they cannot be made: the step failed.
+   */
+  private boolean writeRecords(Step.Crm crm) {
+    JsonNode records;
+    try {
+      records = crm.records(expressionVariables());
+    } catch (ExpressionFailed e) {
+      failStep("expression_failed", null, "records: " + e.getMessage());
+      return false;
+    }
+    step(currentStep).put("status", "running").put("started_at", Json.TIME.format(now));
+    crmWrite = new CrmWrite(currentStep, crm, records);
+    return true;
+  }
+
+  /** The records this move's crm step writes in its commit, or null. */
+  CrmWrite crmWrite() {
+    return crmWrite;
+  }
+
+  /**
+   * The current crm step wrote its records (in this commit): it succeeds with the sync's answer. A
+   * step that wrote nothing ({@code code}, e.g. crm_invalid, with {@code message}) fails instead.
+   */
+  void crmWritten(JsonNode answer, String code, String message) {
+    if (answer != null) {
+      completeStep(answer);
+    } else {
+      failStep(code, null, message);
+    }
+  }
+
+  /** How many characters a step's output may take so that the run stays within {@link #MAX_RUN_CHARS}. */
+  int outputRoom() {
+    return MAX_RUN_CHARS - progress().length();
   }
 
   /**

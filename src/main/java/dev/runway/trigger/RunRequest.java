@@ -6,10 +6,11 @@ import java.util.List;
 
 /**
  * A queued request for runs: the workflows a CRM record change triggered ({@code targets}), of
- * which the first {@code done} have their run already, and the inputs every one of them gets.
+ * which the first {@code done} have their run already, the inputs every one of them gets, and how
+ * deep they nest ({@code depth}: 1, or one deeper than the run whose crm step made the change).
  */
 public record RunRequest(String id, String workspaceId, String targets, int done, String inputs, String actor,
-    Instant createdAt, String leaseOwner, Instant leaseUntil) {
+    int depth, Instant createdAt, String leaseOwner, Instant leaseUntil) {
 
   /**
    * Workflows one change starts at most: a bound on a change's fan-out that keeps a request's

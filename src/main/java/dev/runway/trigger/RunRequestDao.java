@@ -16,18 +16,22 @@ import org.jdbi.v3.sqlobject.statement.SqlUpdate;
 @RegisterConstructorMapper(RunRequest.class)
 public interface RunRequestDao {
 
-  /** Queues a request in the transaction of the change that made it (sent with the commit: nothing reads it back before). */
+  /**
+   * Queues a request in the transaction of the change that made it (sent with the commit: nothing
+   * reads it back before); its runs nest {@code depth} deep.
+   */
   static void queue(Tx tx, String id, String workspaceId, List<RunRequest.Target> targets, String inputs,
-      String actor, Instant now) {
+      String actor, int depth, Instant now) {
     PreparedStatement ps = tx.batch("INSERT INTO run_request (id, workspace_id, targets, done, inputs, actor, "
-        + "created_at) VALUES (?, ?, ?, 0, ?, ?, ?)");
+        + "depth, created_at) VALUES (?, ?, ?, 0, ?, ?, ?, ?)");
     try {
       ps.setString(1, id);
       ps.setString(2, workspaceId);
       ps.setString(3, RunRequest.targetsText(targets));
       ps.setString(4, inputs);
       ps.setString(5, actor);
-      Jdbc.setTime(ps, 6, now);
+      ps.setInt(6, depth);
+      Jdbc.setTime(ps, 7, now);
       ps.addBatch();
     } catch (SQLException e) {
       throw new Jdbc.UncheckedSqlException(e);

@@ -178,7 +178,7 @@ public final class TriggerProcessor implements AutoCloseable {
             id -> tx.dao(WorkflowDao.class).find(ws, id).filter(w -> !w.archived()));
         if (workflow.isPresent()) {
           due |= runs.startInTransaction(tx, Ids.derived("run", request.id(), next), workflow.get(), target.project(),
-              inputs, request.actor());
+              inputs, request.actor(), request.depth());
           budget--;
         }
         next++;

@@ -19,13 +19,13 @@ import java.util.Map;
 import java.util.Set;
 
 /**
- * One step of a workflow: an HTTP call to the caller's tool, an approval, a durable delay, or a run
- * of another workflow or of an agent (a child run the step waits for). Every
+ * One step of a workflow: an HTTP call to the caller's tool, an approval, a durable delay, a run
+ * of another workflow or of an agent (a child run the step waits for), or a write of CRM records. Every
  * step has an id (later steps read its output by it), may run only {@code if} an expression holds,
  * and may let the run go on when it fails ({@code on_failure: continue}); see {@link Flow}.
  */
-public sealed interface Step permits Step.Http, Step.Approval, Step.Delay, Step.Workflow, Step.Agent, Step.Foreach,
-    Step.Parallel {
+public sealed interface Step permits Step.Http, Step.Approval, Step.Delay, Step.Workflow, Step.Agent, Step.Crm,
+    Step.Foreach, Step.Parallel {
   /** The most steps in one list of steps. */
   int MAX_STEPS = 100;
   /** The most steps in a definition, counting those inside foreach and parallel steps. */
@@ -34,6 +34,8 @@ public sealed interface Step permits Step.Http, Step.Approval, Step.Delay, Step.
   int MAX_NESTING = 5;
   /** The most items a foreach runs its steps for. */
   int MAX_ITEMS = 1000;
+  /** The most records a crm step writes at once: as many as one sync takes. */
+  int MAX_RECORDS = 1000;
   /** The fields every type of step has. */
   Set<String> FLOW_FIELDS = Set.of("id", "if", "on_failure");
 
@@ -144,6 +146,23 @@ public sealed interface Step permits Step.Http, Step.Approval, Step.Delay, Step.
   }
 
   /**
+   * Upserts CRM records of {@code objectType} as {@code POST /v1/crm/{object_type}/records/sync}
+   * does, in {@code mode} (merge or replace), in the commit that completes the step; its output is
+   * the sync's answer ({@code summary} and {@code results}). {@code records} is an array of records
+   * or one {@code {{ expression }}} that gives one; its strings are templates.
+   */
+  record Crm(String objectType, String mode, JsonNode records, Flow flow) implements Step {
+    public String type() {
+      return "crm";
+    }
+
+    /** The records, made from the run's data; throws ExpressionFailed when they cannot be made. */
+    public JsonNode records(Map<String, JsonNode> vars) {
+      return JsonTemplate.compile(records, "records").evaluate(vars);
+    }
+  }
+
+  /**
    * Runs its {@code steps} once per item of the array {@code items} (a CEL expression) gives, up to
    * {@code concurrency} at a time, each time as a child run (an iteration) whose expressions also see
    * {@code item} and {@code index}; its output is the array of each iteration's last output, in
@@ -223,7 +242,7 @@ public sealed interface Step permits Step.Http, Step.Approval, Step.Delay, Step.
     JsonNode type = step.get("type");
     if (type == null || !type.isTextual()) {
       throw DomainException.invalid(at + ".type", at + ".type is required: http, approval, delay, workflow, agent, "
-          + "foreach or parallel");
+          + "crm, foreach or parallel");
     }
     String prefix = at + ".";
     return switch (type.textValue()) {
@@ -277,6 +296,17 @@ public sealed interface Step permits Step.Http, Step.Approval, Step.Delay, Step.
         JsonTemplate.compile(input, prefix + "input");
         yield new Agent(agent, input, flow(f, step, prefix, index));
       }
+      case "crm" -> {
+        JsonFields f = JsonFields.of(step, fields("object_type", "mode", "records"), prefix);
+        String objectType = f.requiredSlug("object_type");
+        String mode = f.optionalString("mode", "merge", 20);
+        if (!mode.equals("merge") && !mode.equals("replace")) {
+          throw DomainException.invalid(prefix + "mode", prefix + "mode must be merge (keep properties not sent) or "
+              + "replace, not '" + mode + "'");
+        }
+        yield new Crm(objectType, mode, records(required(step, "records", prefix), prefix + "records"),
+            flow(f, step, prefix, index));
+      }
       case "foreach", "parallel" -> {
         if (depth >= MAX_NESTING) {
           throw DomainException.invalid(at + ".type", at + ": foreach and parallel steps nest at most " + MAX_NESTING
@@ -307,9 +337,33 @@ public sealed interface Step permits Step.Http, Step.Approval, Step.Delay, Step.
         yield new Parallel(parsed, flow(f, step, prefix, index));
       }
       default -> throw DomainException.invalid(at + ".type",
-          at + ".type must be http, approval, delay, workflow, agent, foreach or parallel, not '" + type.textValue()
+          at + ".type must be http, approval, delay, workflow, agent, crm, foreach or parallel, not '" + type.textValue()
               + "'");
     };
+  }
+
+  /**
+   * A crm step's records, checked as a sync checks its batch where that can be told before the run:
+   * an array of 1 to {@link #MAX_RECORDS} objects (or expressions), or one expression that gives
+   * the array; each record's fields are checked when the step runs, as a sync checks them.
+   */
+  private static JsonNode records(JsonNode records, String at) {
+    if (records.isArray()) {
+      if (records.isEmpty() || records.size() > MAX_RECORDS) {
+        throw DomainException.invalid(at, at + " must hold 1 to " + MAX_RECORDS + " records, not " + records.size());
+      }
+      for (int i = 0; i < records.size(); i++) {
+        if (!records.get(i).isObject() && !records.get(i).isTextual()) {
+          throw DomainException.invalid(at + "[" + i + "]", at + "[" + i + "] must be an object with an external_id "
+              + "(or an {{ expression }} that gives one), not " + Json.kindOf(records.get(i)));
+        }
+      }
+    } else if (!records.isTextual() || Template.compile(records.textValue(), at).constant()) {
+      throw DomainException.invalid(at, at + " must be an array of records or one {{ expression }} that gives one, "
+          + "not " + (records.isTextual() ? "text" : Json.kindOf(records)));
+    }
+    JsonTemplate.compile(records, at);
+    return records;
   }
 
   private static JsonNode required(ObjectNode step, String field, String prefix) {
@@ -418,6 +472,8 @@ public sealed interface Step permits Step.Http, Step.Approval, Step.Delay, Step.
       }
     } else if (step instanceof Agent a) {
       target.put("agent", a.agent()).set("input", a.input());
+    } else if (step instanceof Crm c) {
+      target.put("object_type", c.objectType()).put("mode", c.mode()).set("records", c.records());
     } else if (step instanceof Foreach each) {
       target.put("items", each.items()).put("concurrency", each.concurrency());
       toJson(each.steps(), target.putArray("steps"));

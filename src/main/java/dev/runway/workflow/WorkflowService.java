@@ -1,6 +1,7 @@
 package dev.runway.workflow;
 
 import dev.runway.auth.Principal;
+import dev.runway.auth.Scope;
 import dev.runway.core.DomainException;
 import dev.runway.core.Time;
 import dev.runway.core.WeighedCache;
@@ -66,10 +67,12 @@ public final class WorkflowService {
 
   /**
    * Creates or replaces the workflow for an API caller: a definition that refers to secrets needs
-   * secrets:use (or admin), else 403 insufficient_scope naming the field.
+   * secrets:use (or admin), one with a crm step crm:write (or admin), else 403 insufficient_scope
+   * naming the field.
    */
   public Saved put(Principal caller, String id, WorkflowDefinition definition) {
     SecretUse.require(caller, definition.secretFields());
+    requireCrmWrite(caller, definition.parsedSteps());
     return put(caller.workspaceId(), id, definition);
   }
 
@@ -109,6 +112,23 @@ public final class WorkflowService {
       dao.deleteTriggers(workspaceId, id);
       definition.triggers().forEach(t -> dao.insertTrigger(workspaceId, id, t));
       return new Saved(workflow, existing.isEmpty());
+    });
+  }
+
+  /**
+   * A crm step writes records as a sync does, so saving one takes what a sync takes: crm:write (or
+   * admin). With workflows:write alone a key could write any record through a run.
+   */
+  private static void requireCrmWrite(Principal caller, List<Step> steps) {
+    if (caller.scopes().contains(Scope.CRM_WRITE) || caller.scopes().contains(Scope.ADMIN)) {
+      return;
+    }
+    Step.walk(steps, "steps", (step, at) -> {
+      if (step instanceof Step.Crm) {
+        throw new DomainException(DomainException.Kind.FORBIDDEN, "insufficient_scope", at + " is a crm step: "
+            + "saving a workflow that writes CRM records needs the scope " + Scope.CRM_WRITE.wireName()
+            + " (or admin), which this API key lacks", at + ".object_type");
+      }
     });
   }
 

@@ -75,7 +75,8 @@ public enum TestDatabase {
     EngineSettings engineSettings = EngineSettings.from(settings);
     Heartbeat heartbeat = heartbeat(db.services().database().jdbi(), engineSettings.lease());
     Engine started = Engine.start(db.services().database().jdbi(), db.services().database().committer(),
-        engineSettings, ModelSettings.from(settings), db.services().secrets(), heartbeat.leases()).closing(heartbeat);
+        engineSettings, ModelSettings.from(settings), db.services().secrets(), db.services().crmSteps(),
+        heartbeat.leases()).closing(heartbeat);
     engine = started;
     return started;
   }
