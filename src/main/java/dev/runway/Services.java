@@ -35,11 +35,11 @@ public record Services(Database database, ApiKeyService keys, WorkflowService wo
    */
   public static Services over(Database database, ServerSettings settings, Metrics metrics, Runnable runDue) {
     Quotas quotas = new Quotas(settings.quotas(), !settings.isH2());
-    WorkflowService workflows = new WorkflowService(database.jdbi(), quotas);
+    WorkflowService workflows = new WorkflowService(database.jdbi(), quotas, settings.model().allowed());
     AgentService agents = new AgentService(database.jdbi(), settings.model().allowed(),
         new TokenQuota(database.jdbi(), settings.model().tokensPerWorkspacePerDay()), quotas);
     IdempotencyStore idempotency = new IdempotencyStore(database.jdbi(), settings.idempotencyTtl());
-    RunMachines machines = new RunMachines(settings.engine().approvalTimeoutSeconds(), runDue);
+    RunMachines machines = new RunMachines(settings.engine().approvalTimeoutSeconds(), settings.model().allowed(), runDue);
     RunStarts starts = new RunStarts(database.committer(), workflows, agents, idempotency,
         settings.engine().approvalTimeoutSeconds(), runDue, quotas, machines);
     RunService runs = new RunService(database.jdbi(), database.committer(), machines, runDue);

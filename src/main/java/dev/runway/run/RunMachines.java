@@ -1,5 +1,6 @@
 package dev.runway.run;
 
+import dev.runway.agent.AllowedModels;
 import dev.runway.core.WeighedCache;
 import java.time.Instant;
 
@@ -16,11 +17,12 @@ public final class RunMachines {
 
   /**
    * Machines whose moves start, cancel and settle child runs in their commits: child approval gates
-   * without a time-out of their own get {@code approvalTimeoutSeconds}; {@code runDue} is told when
-   * such a commit made a run due now.
+   * without a time-out of their own get {@code approvalTimeoutSeconds}; child agent runs may ask only
+   * for the models {@code allowedModels} names; {@code runDue} is told when such a commit made a run
+   * due now.
    */
-  public RunMachines(long approvalTimeoutSeconds, Runnable runDue) {
-    this.children = new ChildRuns(this, approvalTimeoutSeconds, runDue);
+  public RunMachines(long approvalTimeoutSeconds, AllowedModels allowedModels, Runnable runDue) {
+    this.children = new ChildRuns(this, approvalTimeoutSeconds, allowedModels, runDue);
   }
 
   ChildRuns children() {
