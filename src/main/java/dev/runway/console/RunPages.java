@@ -40,7 +40,7 @@ public final class RunPages {
   private static final int DEFINITIONS = 100;
   private static final int EVENTS = 200;
   /** The most child runs a run's page lists (each fewer past PAGE_BYTES); the rest are on the runs list. */
-  static final int CHILDREN = 100;
+  private static final int CHILDREN = 100;
   /** A page showing a run still moving reloads itself this often (a meta refresh: no script needed). */
   static final int REFRESH_SECONDS = 5;
 
