@@ -38,14 +38,14 @@ public record Services(Database database, ApiKeyService keys, WorkflowService wo
    */
   public static Services over(Database database, ServerSettings settings, Metrics metrics, Runnable runDue) {
     Quotas quotas = new Quotas(settings.quotas(), !settings.isH2());
-    WorkflowService workflows = new WorkflowService(database.jdbi(), quotas);
+    WorkflowService workflows = new WorkflowService(database.jdbi(), quotas, settings.model().allowed());
     AgentService agents = new AgentService(database.jdbi(), settings.model().allowed(),
         new TokenQuota(database.jdbi(), settings.model().tokensPerWorkspacePerDay()), quotas);
     IdempotencyStore idempotency = new IdempotencyStore(database.jdbi(), settings.idempotencyTtl());
     CrmService crm = new CrmService(database.jdbi(), database.committer(), runDue, idempotency,
         settings.crm().changesRetention(), metrics, !database.isSingleProcess(), quotas);
     CrmWriter crmSteps = new CrmStepWriter(crm, settings.crm());
-    RunMachines machines = new RunMachines(settings.engine().approvalTimeoutSeconds(), runDue, crmSteps);
+    RunMachines machines = new RunMachines(settings.engine().approvalTimeoutSeconds(), settings.model().allowed(), runDue, crmSteps);
     RunStarts starts = new RunStarts(database.committer(), workflows, agents, idempotency,
         settings.engine().approvalTimeoutSeconds(), runDue, quotas, machines);
     RunService runs = new RunService(database.jdbi(), database.committer(), machines, runDue);

@@ -41,9 +41,14 @@ public record AllowedModels(Set<String> names) {
    */
   public void check(String model, String param, String whose) {
     if (!allows(model)) {
-      throw DomainException.invalid(param, whose + " '" + abbreviate(model) + "' is not allowed on this server; "
-          + "the models allowed (agents.model.allowed) are: " + listed());
+      throw DomainException.invalid(param, refusal(model, whose));
     }
+  }
+
+  /** What a refusal of {@code model} (not on the list) says, as {@link #check}. */
+  public String refusal(String model, String whose) {
+    return whose + " '" + abbreviate(model) + "' is not allowed on this server; the models allowed "
+        + "(agents.model.allowed) are: " + listed();
   }
 
   private String listed() {

@@ -39,6 +39,8 @@ public final class RunPages {
   /** The most workflows and agents the definitions page lists (each fewer past PAGE_BYTES). */
   private static final int DEFINITIONS = 100;
   private static final int EVENTS = 200;
+  /** The most child runs a run's page lists (each fewer past PAGE_BYTES); the rest are on the runs list. */
+  private static final int CHILDREN = 100;
   /** A page showing a run still moving reloads itself this often (a meta refresh: no script needed). */
   static final int REFRESH_SECONDS = 5;
 
@@ -64,7 +66,7 @@ public final class RunPages {
     return new Principal(signed.account().id(), signed.account().workspaceId(), Scope.all(), null);
   }
 
-  /** GET /console/runs?status=&kind=&starting_after= */
+  /** GET /console/runs?status=&kind=&parent_run_id=&starting_after= */
   public void list(Context ctx) {
     Optional<SignedIn> signed = guard.requireSignedIn(ctx);
     if (signed.isEmpty()) {
@@ -76,15 +78,19 @@ public final class RunPages {
     kind = "workflow".equals(kind) || "agent".equals(kind) ? kind : null;
     String after = ctx.queryParam("starting_after");
     after = after != null && Ids.looksLike("run", after) ? after : null;
+    String parent = ctx.queryParam("parent_run_id");
+    parent = parent != null && Ids.looksLike("run", parent) ? parent : null;
     Slice<Run> rows = runs.list(actor(signed.get()), new RunFilter(kind, null, null, null,
-        status == null ? null : List.of(status), null, null, after, null, null), PAGE, PAGE_BYTES);
+        status == null ? null : List.of(status), null, null, after, null, parent), PAGE, PAGE_BYTES);
     boolean more = rows.more();
     List<Views.RunRow> page = rows.rows().stream().map(Views.RunRow::of).toList();
     String next = more ? "/console/runs?" + (status == null ? "" : "status=" + status + "&")
-        + (kind == null ? "" : "kind=" + kind + "&") + "starting_after=" + page.get(page.size() - 1).id() : null;
+        + (kind == null ? "" : "kind=" + kind + "&") + (parent == null ? "" : "parent_run_id=" + parent + "&")
+        + "starting_after=" + page.get(page.size() - 1).id() : null;
     boolean moving = page.stream().anyMatch(r -> !RunStatus.isEnded(r.status()));
-    pages.render(ctx, 200, "runs.jte", "frame", pages.frame("Runs", signed.get(), "runs"), "page",
-        new Views.Runs(page, status, kind, after != null, next, moving ? REFRESH_SECONDS : 0));
+    pages.render(ctx, 200, "runs.jte", "frame", pages.frame(parent == null ? "Runs" : "Child runs of " + parent,
+        signed.get(), "runs"), "page", new Views.Runs(page, status, kind, parent, after != null, next,
+        moving ? REFRESH_SECONDS : 0));
   }
 
   /** GET /console/runs/{id} */
@@ -170,9 +176,12 @@ public final class RunPages {
     }
     List<Event> events = this.events.events(actor, runId, null, EVENTS);
     List<RunMessage> messages = run.isAgent() ? runs.messages(actor, runId, -1, 500) : List.of();
+    // Its workflow and agent steps' runs and its foreach and parallel iterations, newest first.
+    Slice<Run> children = runs.list(actor, new RunFilter(null, null, null, null, null, null, null, null, null, runId),
+        CHILDREN, PAGE_BYTES);
     boolean moving = !RunStatus.isEnded(run.status()) && !RunStatus.AWAITING_APPROVAL.wireName().equals(run.status());
     pages.render(ctx, status, "run.jte", "frame", pages.frame("Run " + run.id(), signed, "runs"),
-        "run", Views.RunDetail.of(run, events, messages, error, moving ? REFRESH_SECONDS : 0));
+        "run", Views.RunDetail.of(run, events, messages, children, error, moving ? REFRESH_SECONDS : 0));
   }
 
   private void notFound(Context ctx, SignedIn signed) {

@@ -3,6 +3,7 @@ package dev.runway.console;
 import com.fasterxml.jackson.databind.JsonNode;
 import dev.runway.auth.ApiKey;
 import dev.runway.core.Json;
+import dev.runway.db.Slice;
 import dev.runway.run.Event;
 import dev.runway.run.Run;
 import dev.runway.run.RunMessage;
@@ -85,17 +86,33 @@ public final class Views {
     }
   }
 
-  /** The runs page: a page of runs, the filters, the next page's link, and how often it reloads (0: never). */
-  public record Runs(List<RunRow> runs, String status, String kind, boolean paged, String next, int refresh) {
+  /**
+   * The runs page: a page of runs, the filters (the run whose children it lists, or null), the next
+   * page's link, and how often it reloads (0: never).
+   */
+  public record Runs(List<RunRow> runs, String status, String kind, String parentRunId, boolean paged, String next,
+      int refresh) {
+    /** The first page with the same run's children, or of all runs. */
+    public String first() {
+      return parentRunId == null ? "/console/runs" : "/console/runs?parent_run_id=" + parentRunId;
+    }
+
     public List<String> statuses() {
       return java.util.Arrays.stream(RunStatus.values()).map(RunStatus::wireName).toList();
     }
   }
 
-  /** A workflow run's step; {@code output} is a failed step's error message instead. */
-  /** A step of a workflow run; {@code childRunId} is the child run of a workflow step (null for others). */
+  /**
+   * A step of a workflow run; {@code output} is a failed step's error message instead;
+   * {@code childRunId} is the child run of a workflow or agent step (null for others).
+   */
   public record StepRow(String index, String id, String type, String status, String attempts, String finished,
-      String output, String childRunId) {}
+      String output, String childRunId) {
+    /** Whether the step runs iterations (foreach, parallel), listed among the run's child runs. */
+    public boolean iterations() {
+      return type.equals("foreach") || type.equals("parallel");
+    }
+  }
 
   public record EventRow(String id, String time, String type, String actor, String data) {}
 
@@ -103,14 +120,16 @@ public final class Views {
 
   /**
    * One run: its record, steps (a workflow run) or transcript (an agent run), its output (text, or a
-   * JSON value pretty-printed when {@code outputIsJson}), events, and what may be done.
+   * JSON value pretty-printed when {@code outputIsJson}), events, its child runs (the first ones,
+   * newest first; {@code allChildren} links to the rest, null when they are all here), and what may be done.
    */
   public record RunDetail(String id, String kind, String what, String project, String status, String created,
       String updated, String finished, String parentRunId, String inputs, String approval, String failure,
       List<StepRow> steps, List<MessageRow> transcript, String output, boolean outputIsJson, List<EventRow> events,
-      String error, int refresh) {
+      List<RunRow> children, String allChildren, String error, int refresh) {
 
-    static RunDetail of(Run run, List<Event> events, List<RunMessage> messages, String error, int refresh) {
+    static RunDetail of(Run run, List<Event> events, List<RunMessage> messages, Slice<Run> children, String error,
+        int refresh) {
       List<StepRow> steps = new java.util.ArrayList<>();
       if (!run.isAgent() && run.steps() != null) {
         for (JsonNode step : Json.tree(run.steps())) {
@@ -135,8 +154,9 @@ public final class Views {
       return new RunDetail(run.id(), run.kind(), run.isAgent() ? run.agentId() : run.workflowId(), run.project(),
           run.status(), time(run.createdAt()), time(run.updatedAt()), run.finishedAt() == null ? null
           : time(run.finishedAt()), run.parentRunId(), pretty(run.isAgent() ? null : run.inputs()),
-          pretty(run.approval()), pretty(run.error()), steps, transcript, outputText, outputIsJson, eventRows, error,
-          refresh);
+          pretty(run.approval()), pretty(run.error()), steps, transcript, outputText, outputIsJson, eventRows,
+          children.rows().stream().map(RunRow::of).toList(),
+          children.more() ? "/console/runs?parent_run_id=" + run.id() : null, error, refresh);
     }
 
     public boolean awaitingApproval() {

@@ -95,7 +95,7 @@ public final class Engine implements AutoCloseable {
       t.setDaemon(true);
       return t;
     });
-    RunMachines machines = new RunMachines(settings.approvalTimeoutSeconds(), this::wake, crm);
+    RunMachines machines = new RunMachines(settings.approvalTimeoutSeconds(), modelSettings.allowed(), this::wake, crm);
     this.steps = new StepRunner(committer, settings,
         new HttpStepCaller(outbound, secrets, settings.maxResponseBytes()), machines, leases, workers);
     // One trusted endpoint serves every model call: it is bounded by the calls in flight, not per host.

@@ -5,6 +5,7 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.runway.agent.Agent;
 import dev.runway.agent.AgentDao;
 import dev.runway.agent.AgentDefinition;
+import dev.runway.agent.AllowedModels;
 import dev.runway.agent.ToolSchemas;
 import dev.runway.core.Json;
 import dev.runway.core.Time;
@@ -31,12 +32,17 @@ import java.util.Optional;
 final class ChildRuns {
   private final RunMachines machines;
   private final long approvalTimeoutSeconds;
+  private final AllowedModels allowedModels;
   private final Runnable runDue;
 
-  /** Approval gates of a child without a time-out of their own get {@code approvalTimeoutSeconds}; {@code runDue} wakes the engine. */
-  ChildRuns(RunMachines machines, long approvalTimeoutSeconds, Runnable runDue) {
+  /**
+   * Approval gates of a child without a time-out of their own get {@code approvalTimeoutSeconds};
+   * child agent runs may ask only for {@code allowedModels}; {@code runDue} wakes the engine.
+   */
+  ChildRuns(RunMachines machines, long approvalTimeoutSeconds, AllowedModels allowedModels, Runnable runDue) {
     this.machines = machines;
     this.approvalTimeoutSeconds = approvalTimeoutSeconds;
+    this.allowedModels = allowedModels;
     this.runDue = runDue;
   }
 
@@ -160,9 +166,10 @@ final class ChildRuns {
   }
 
   /**
-   * Stores a child agent run of {@code parent} with its first messages (the agent as it is now, its
-   * own model); a missing or archived agent fails the parent's step. The workspace's token quota and
-   * the agent's limits apply to it as to any agent run, at its model calls.
+   * Stores a child agent run of {@code parent} with its first messages (the agent as it is now, the
+   * step's model or else the agent's own); a missing or archived agent, or a model that
+   * agents.model.allowed no longer names (it is read at start), fails the parent's step. The
+   * workspace's token quota and the agent's limits apply to it as to any agent run, at its model calls.
    */
   private void startAgent(Tx tx, Run parent, WorkflowRunMachine.ChildStart child) {
     Optional<Agent> agent = tx.dao(AgentDao.class).find(parent.workspaceId(), child.agent()).filter(a -> !a.archived());
@@ -172,10 +179,15 @@ final class ChildRuns {
       return;
     }
     AgentDefinition definition = AgentDefinition.of(agent.get());
+    String model = child.model() != null ? child.model() : definition.model();
+    if (!allowedModels.allows(model)) {
+      notStarted(tx, parent, child, "model_not_allowed", "its run was not started: "
+          + allowedModels.refusal(model, child.model() != null ? "the step's model" : "the agent's model"));
+      return;
+    }
     Instant now = Time.now();
     Run run = Run.newAgentRun(child.runId(), parent.workspaceId(), child.agent(), parent.project(),
-        definition.requiresApproval(), Json.string(child.input()), now,
-        AgentRunMachine.definitionJson(definition, definition.model()),
+        definition.requiresApproval(), Json.string(child.input()), now, AgentRunMachine.definitionJson(definition, model),
         AgentRunMachine.initialProgress(now.plusSeconds(definition.limits().timeoutSeconds()))).childOf(parent.id());
     List<Event> events = new ArrayList<>();
     events.add(RunMachine.started(run, parent.id()));

@@ -191,6 +191,12 @@ public interface RunDao {
     if (f.workflow() != null) {
       sql.append(" AND workflow_id = :workflow");
       params.put("workflow", f.workflow());
+      if (f.parentRunId() == null) {
+        // Leaves out iterations: a foreach's or parallel's child runs are runs of its own workflow,
+        // reached from their run (parent_run_id=). The parent is read by its primary key.
+        sql.append(" AND (parent_run_id IS NULL OR NOT EXISTS (SELECT 1 FROM run p WHERE p.id = run.parent_run_id "
+            + "AND p.workflow_id = run.workflow_id))");
+      }
     }
     if (f.parentRunId() != null) {
       sql.append(" AND parent_run_id = :parentRunId");

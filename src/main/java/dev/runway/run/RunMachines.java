@@ -1,5 +1,6 @@
 package dev.runway.run;
 
+import dev.runway.agent.AllowedModels;
 import dev.runway.core.WeighedCache;
 import java.time.Instant;
 
@@ -17,11 +18,12 @@ public final class RunMachines {
 
   /**
    * Machines whose moves start, cancel and settle child runs in their commits: child approval gates
-   * without a time-out of their own get {@code approvalTimeoutSeconds}; {@code runDue} is told when
-   * such a commit made a run due now; crm steps write their records through {@code crm}.
+   * without a time-out of their own get {@code approvalTimeoutSeconds}; child agent runs may ask only
+   * for the models {@code allowedModels} names; {@code runDue} is told when such a commit made a run
+   * due now; crm steps write their records through {@code crm}.
    */
-  public RunMachines(long approvalTimeoutSeconds, Runnable runDue, CrmWriter crm) {
-    this.children = new ChildRuns(this, approvalTimeoutSeconds, runDue);
+  public RunMachines(long approvalTimeoutSeconds, AllowedModels allowedModels, Runnable runDue, CrmWriter crm) {
+    this.children = new ChildRuns(this, approvalTimeoutSeconds, allowedModels, runDue);
     this.crmSteps = new CrmSteps(crm, this, approvalTimeoutSeconds, runDue);
   }
 

@@ -57,10 +57,12 @@ public final class WorkflowRunMachine extends RunMachine {
   /**
    * A child run that the step {@code step} starts, with the id {@code runId}: of workflow
    * {@code workflow} with {@code input} (an object), of agent {@code agent} with {@code input}
-   * (text or an object), or an iteration of a foreach or parallel step whose definition is
-   * {@code definition} (JSON) with {@code input} (the inputs). Only one of the three is set.
+   * (text or an object) asking for {@code model} (null: the agent's own), or an iteration of a
+   * foreach or parallel step whose definition is {@code definition} (JSON) with {@code input} (the
+   * inputs). Only one of workflow, agent and definition is set.
    */
-  record ChildStart(int step, String runId, String workflow, String agent, String definition, JsonNode input) {}
+  record ChildStart(int step, String runId, String workflow, String agent, String model, String definition,
+      JsonNode input) {}
 
   /** What crm step {@code step} writes: {@code records}, evaluated, as its definition {@code crm} says. */
   record CrmWrite(int step, Step.Crm crm, JsonNode records) {}
@@ -350,7 +352,8 @@ public final class WorkflowRunMachine extends RunMachine {
     }
     String childId = Ids.newId("run", now.toEpochMilli());
     step(currentStep).put("status", "running").put("started_at", Json.TIME.format(now)).put("child_run_id", childId);
-    childStarts.add(new ChildStart(currentStep, childId, workflow, agent, null, input));
+    String model = step instanceof Step.Agent call ? call.model() : null;
+    childStarts.add(new ChildStart(currentStep, childId, workflow, agent, model, null, input));
     record("step.waiting", ENGINE, currentStep, null, Map.of("child_run_id", childId));
     return true;
   }
@@ -465,7 +468,7 @@ public final class WorkflowRunMachine extends RunMachine {
       String childId = Ids.newId("run", now.toEpochMilli());
       it.put("status", "running").put("child_run_id", childId);
       vars = vars == null ? expressionVariables() : vars;
-      childStarts.add(new ChildStart(currentStep, childId, null, null, iterationDefinition(step, i, vars),
+      childStarts.add(new ChildStart(currentStep, childId, null, null, null, iterationDefinition(step, i, vars),
           vars.get("inputs")));
       running++;
     }

@@ -122,9 +122,10 @@ public sealed interface Step permits Step.Http, Step.Approval, Step.Delay, Step.
   /**
    * Starts a run of an agent of the workspace (a child run, same project) with {@code input} (text
    * or an object, its strings templates) and waits for it: the agent's output becomes the step's,
-   * and the run's failure fails the step.
+   * and the run's failure fails the step. {@code model} (null: the agent's own) is the model the run
+   * asks for, as a start through the API may name one.
    */
-  record Agent(String agent, JsonNode input, Flow flow) implements Step {
+  record Agent(String agent, JsonNode input, String model, Flow flow) implements Step {
     public String type() {
       return "agent";
     }
@@ -286,15 +287,20 @@ public sealed interface Step permits Step.Http, Step.Approval, Step.Delay, Step.
         yield new Workflow(workflow, inputs, flow(f, step, prefix, index));
       }
       case "agent" -> {
-        JsonFields f = JsonFields.of(step, fields("agent", "input"), prefix);
+        JsonFields f = JsonFields.of(step, fields("agent", "input", "model"), prefix);
         String agent = f.requiredSlug("agent");
+        String model = f.optionalString("model", null, 200);
+        if (model != null && model.isBlank()) {
+          throw DomainException.invalid(prefix + "model", prefix + "model must not be blank: leave it out to use the "
+              + "agent's");
+        }
         JsonNode input = step.get("input");
         if (input == null || !(input.isObject() || input.isTextual())) {
           throw DomainException.invalid(prefix + "input", prefix + "input is required: text or a JSON object (its "
               + "strings may hold {{ expressions }})");
         }
         JsonTemplate.compile(input, prefix + "input");
-        yield new Agent(agent, input, flow(f, step, prefix, index));
+        yield new Agent(agent, input, model, flow(f, step, prefix, index));
       }
       case "crm" -> {
         JsonFields f = JsonFields.of(step, fields("object_type", "mode", "records"), prefix);
@@ -472,6 +478,9 @@ public sealed interface Step permits Step.Http, Step.Approval, Step.Delay, Step.
       }
     } else if (step instanceof Agent a) {
       target.put("agent", a.agent()).set("input", a.input());
+      if (a.model() != null) {
+        target.put("model", a.model());
+      }
     } else if (step instanceof Crm c) {
       target.put("object_type", c.objectType()).put("mode", c.mode()).set("records", c.records());
     } else if (step instanceof Foreach each) {

@@ -1,5 +1,6 @@
 package dev.runway.workflow;
 
+import dev.runway.agent.AllowedModels;
 import dev.runway.auth.Principal;
 import dev.runway.auth.Scope;
 import dev.runway.core.DomainException;
@@ -28,6 +29,8 @@ public final class WorkflowService {
 
   private final Jdbi jdbi;
   private final Quotas quotas;
+  /** The models agent steps may name (agents.model.allowed). */
+  private final AllowedModels allowedModels;
   /** About 2 MB of workflows, by workspace and id: a workflow replaced here replaces its entry. */
   private final WeighedCache<String, Cached> active = new WeighedCache<>(2_000_000, (key, cached) ->
       key.length() + 100 + cached.workflow().map(w -> w.steps().length() + w.name().length()
@@ -39,9 +42,10 @@ public final class WorkflowService {
 
   private record Cached(Optional<Workflow> workflow, long expiresAtNanos) {}
 
-  public WorkflowService(Jdbi jdbi, Quotas quotas) {
+  public WorkflowService(Jdbi jdbi, Quotas quotas, AllowedModels allowedModels) {
     this.jdbi = jdbi;
     this.quotas = quotas;
+    this.allowedModels = allowedModels;
   }
 
   /**
@@ -78,9 +82,15 @@ public final class WorkflowService {
 
   /**
    * Creates or replaces the workflow, trusted (definition files loaded at start); putting an
-   * archived workflow restores it.
+   * archived workflow restores it. An agent step naming a model not in agents.model.allowed is a 400
+   * naming its {@code steps[i].model}.
    */
   public Saved put(String workspaceId, String id, WorkflowDefinition definition) {
+    Step.walk(definition.parsedSteps(), "steps", (step, at) -> {
+      if (step instanceof Step.Agent call && call.model() != null) {
+        allowedModels.check(call.model(), at + ".model", at + ".model");
+      }
+    });
     // Two first puts of one id race to insert; the loser retries and finds the winner's row.
     Saved saved = SqlErrors.retryOnUniqueViolation(() -> putOnce(workspaceId, id, definition));
     active.remove(workspaceId + "/" + id);

@@ -27,7 +27,8 @@ import org.openqa.selenium.support.ui.WebDriverWait;
 /**
  * The console in a real headless Chromium (Debian's chromium and chromedriver, paths set so that
  * nothing is downloaded): sign up, make a key, use it from a real HTTP client to define a workflow
- * and start a run, see the run, approve it, revoke the key, sign out. Pictures of the pages go to
+ * and start a run, see the run, approve it, revoke the key, sign out; go from a parallel step's run to
+ * each of its child runs and back. Pictures of the pages go to
  * target/console-screenshots (docs/console/ holds the committed copies; see docs/development.md). Without
  * Chromium the test is skipped, with a line saying so.
  */
@@ -139,6 +140,51 @@ class ConsoleBrowserTest {
         wait.until(ExpectedConditions.urlContains("/console/signin"));
         driver.get(origin + "/console/keys");
         wait.until(ExpectedConditions.urlContains("/console/signin"));
+      } finally {
+        driver.quit();
+      }
+    });
+  }
+
+  @BothDatabases
+  void a_runs_page_links_each_iteration_and_each_links_back(Api api) {
+    requireChromium();
+    api.test(http -> {
+      assertEquals(201, http.put("/v1/workflows/fan-out", """
+          {"steps":[{"id":"both","type":"parallel","branches":[[{"type":"approval"}],[{"type":"approval"}]]}]}""")
+          .status());
+      Http.Reply started = http.post("/v1/workflows/fan-out/runs", "{\"project\":\"demo\"}");
+      assertEquals(200, started.status(), started::toString);
+      String run = started.json().get("id").asText();
+      java.util.List<String> branches = new java.util.ArrayList<>();
+      http.get("/v1/runs?parent_run_id=" + run).json().get("data").forEach(r -> branches.add(r.get("id").asText()));
+      assertEquals(2, branches.size());
+      String email = ConsoleRunsTest.signUpOwner(api, http);
+      WebDriver driver = chromium();
+      WebDriverWait wait = new WebDriverWait(driver, WAIT);
+      try {
+        driver.get(http.origin() + "/console/signin");
+        driver.findElement(By.id("email")).sendKeys(email);
+        driver.findElement(By.id("password")).sendKeys(ConsoleRunsTest.PASSWORD);
+        driver.findElement(By.cssSelector("form[action='/console/signin'] button[type=submit]")).click();
+        wait.until(ExpectedConditions.urlContains("/console/keys"));
+
+        driver.get(http.origin() + "/console/runs/" + run);
+        wait.until(ExpectedConditions.textToBePresentInElementLocated(By.tagName("h1"), run));
+        driver.findElement(By.linkText("iterations")).click();
+        wait.until(ExpectedConditions.urlContains("#child-runs"));
+        WebElement children = driver.findElement(By.cssSelector("table.children"));
+        for (String branch : branches) {
+          assertTrue(children.getText().contains(branch), children.getText());
+        }
+        screenshot(driver, "run-child-runs");
+        for (String branch : branches) {
+          driver.findElement(By.cssSelector("table.children")).findElement(By.linkText(branch)).click();
+          wait.until(ExpectedConditions.textToBePresentInElementLocated(By.tagName("h1"), branch));
+          assertTrue(driver.findElement(By.tagName("h1")).getText().contains("awaiting approval"));
+          driver.findElement(By.linkText(run)).click(); // Started by
+          wait.until(ExpectedConditions.textToBePresentInElementLocated(By.tagName("h1"), run));
+        }
       } finally {
         driver.quit();
       }

@@ -16,16 +16,26 @@ import java.util.UUID;
  * rules (an ended run refuses, as the API's 409 does), and another workspace's runs unreachable.
  */
 class ConsoleRunsTest {
-  private static final String PASSWORD = "correct horse battery staple 7";
+  static final String PASSWORD = "correct horse battery staple 7";
 
-  /** Signs up an account that takes the test's workspace (with a setup code), so it sees the runs the test starts. */
-  private static Browser owner(Api api, Http http) {
+  /**
+   * Signs up an account (password {@link #PASSWORD}) that takes the test's workspace (with a setup
+   * code), so it sees the runs the test starts; returns its email.
+   */
+  static String signUpOwner(Api api, Http http) {
     String code = api.services().accounts().newSetupCode(api.workspace);
     Browser browser = new Browser(http.origin());
     browser.get("/console/signup");
     String email = "owner-" + UUID.randomUUID().toString().substring(0, 8) + "@example.com";
     Browser.Page done = browser.post("/console/signup", "email", email, "password", PASSWORD, "setup_code", code);
     assertEquals(303, done.status(), done::toString);
+    return email;
+  }
+
+  /** A browser signed in as a new owner of the test's workspace. */
+  private static Browser owner(Api api, Http http) {
+    String email = signUpOwner(api, http);
+    Browser browser = new Browser(http.origin());
     browser.get("/console/signin");
     assertEquals(303, browser.post("/console/signin", "email", email, "password", PASSWORD).status());
     return browser;
@@ -113,11 +123,61 @@ class ConsoleRunsTest {
       Browser.Page page = browser.get("/console/runs/" + parent);
       assertTrue(page.body().contains("<a href=\"/console/runs/" + child + "\">child run"), page::toString);
       assertTrue(page.body().contains("<span class=\"status waiting\">waiting</span>"), "the child awaits approval");
+      String children = page.body().substring(page.body().indexOf("<h2 id=\"child-runs\">Child runs</h2>"));
+      assertTrue(children.contains("<a href=\"/console/runs/" + child + "\"><code>" + child + "</code></a>"), children);
+      assertFalse(children.contains("All child runs"), "its one child is listed");
       Browser.Page childPage = browser.get("/console/runs/" + child);
       assertTrue(childPage.body().contains("<dt>Started by</dt><dd><a href=\"/console/runs/" + parent + "\">"),
           childPage::toString);
       assertTrue(childPage.body().contains("Approve"), "the child's approval is decided on its own page");
+      assertFalse(childPage.body().contains("Child runs"), "a run without children lists none");
     });
+  }
+
+  @BothDatabases
+  void a_foreach_runs_page_links_its_first_100_iterations_and_the_list_of_all(Api api) {
+    try (dev.runway.engine.Engine engine = api.database().startEngine()) {
+      api.test(http -> {
+        assertEquals(201, http.put("/v1/workflows/many", """
+            {"steps":[{"id":"each","type":"foreach","items":"inputs.items","concurrency":100,
+                       "steps":[{"id":"echo","type":"delay","seconds":0}]}]}""").status());
+        String items = java.util.stream.IntStream.range(0, 101).mapToObj(Integer::toString)
+            .collect(java.util.stream.Collectors.joining(",", "[", "]"));
+        String run = http.post("/v1/workflows/many/runs", "{\"project\":\"demo\",\"inputs\":{\"items\":" + items + "}}")
+            .json().get("id").asText();
+        dev.runway.support.Runs.awaitStatus(http, run, "succeeded");
+        java.util.List<String> iterations = new java.util.ArrayList<>();
+        for (String after = null; iterations.size() < 101; ) {
+          com.fasterxml.jackson.databind.JsonNode listed = http.get("/v1/runs?limit=100&parent_run_id=" + run
+              + (after == null ? "" : "&starting_after=" + after)).json();
+          listed.get("data").forEach(r -> iterations.add(r.get("id").asText()));
+          after = listed.get("next_cursor").asText();
+        }
+        Browser browser = owner(api, http);
+        Browser.Page page = browser.get("/console/runs/" + run);
+        assertEquals(200, page.status(), page::toString);
+        assertTrue(page.body().contains("<a href=\"#child-runs\">iterations</a>"), "the foreach step points to them");
+        String children = page.body().substring(page.body().indexOf("<h2 id=\"child-runs\">Child runs</h2>"));
+        for (String iteration : iterations.subList(0, 100)) { // the newest 100
+          assertTrue(children.contains("<a href=\"/console/runs/" + iteration + "\">"), iteration);
+        }
+        assertFalse(children.contains("/console/runs/" + iterations.get(100) + "\""), "the oldest is past the first 100");
+        String all = "/console/runs?parent_run_id=" + run;
+        assertTrue(children.contains("<a href=\"" + all + "\">All child runs</a>"), children);
+
+        Browser.Page list = browser.get(all);
+        assertEquals(200, list.status(), list::toString);
+        assertTrue(list.body().contains("Child runs of <code>" + run + "</code>"), list::toString);
+        assertTrue(list.body().contains(iterations.get(0)) && !list.body().contains(iterations.get(25)), "25 a page");
+        String next = list.body().replaceAll("(?s).*href=\"(/console/runs\\?parent_run_id=run_[0-9a-z]+&amp;"
+            + "starting_after=run_[0-9a-z]+)\".*", "$1").replace("&amp;", "&");
+        Browser.Page second = browser.get(next);
+        assertEquals(200, second.status(), next);
+        assertTrue(second.body().contains(iterations.get(25)) && !second.body().contains(iterations.get(0)), next);
+        assertTrue(second.body().contains("<a href=\"" + all.replace("&", "&amp;") + "\">First page</a>"),
+            second::toString);
+      });
+    }
   }
 
   @BothDatabases

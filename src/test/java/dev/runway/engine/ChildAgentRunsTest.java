@@ -8,16 +8,21 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import com.fasterxml.jackson.databind.JsonNode;
 import dev.runway.support.Api;
 import dev.runway.support.BothDatabases;
+import dev.runway.support.FakeModel;
 import dev.runway.support.Http;
 import dev.runway.support.Runs;
+import java.util.Map;
 
 /**
  * The {@code agent} step, through HTTP on both databases with the built-in sandbox model: a child
  * agent run started in the step's commit, its output passed on, its approval shown in the parent,
- * cancel cascading, a missing agent.
+ * cancel cascading, a missing agent, the step's model checked against agents.model.allowed at PUT and
+ * again when the child starts.
  */
 class ChildAgentRunsTest {
   private static final String ECHO = "{\"model\":\"gpt-4o-mini\",\"instructions\":\"Repeat the input.\"}";
+
+  private static final String ALLOWED = "gpt-4o-mini, llama3.1";
 
   private static void put(Http http, String path, String body) {
     Http.Reply reply = http.put(path, body);
@@ -133,5 +138,111 @@ class ChildAgentRunsTest {
       assertProblem(http.put("/v1/workflows/bad", "{\"steps\":[{\"type\":\"agent\",\"agent\":\"a\",\"input\":"
           + "{\"q\":\"{{ nope }}\"}}]}"), 400, "validation_failed", "steps[0].input.q");
     });
+  }
+
+  @BothDatabases
+  void an_agent_step_asks_for_its_model_and_the_child_run_shows_it(Api api) throws Exception {
+    try (FakeModel model = FakeModel.start().script(FakeModel.Reply.text("gold"));
+        Engine engine = api.database().startEngine(s -> s.with("agents.model.base_url", model.baseUrl())
+            .with("agents.model.allowed", ALLOWED))) {
+      api.testWithServices(s -> s.with("agents.model.allowed", ALLOWED), http -> {
+        put(http, "/v1/agents/echo", ECHO);
+        put(http, "/v1/workflows/ask-llama", """
+            {"steps":[{"id":"ask","type":"agent","agent":"echo","input":"hi","model":"llama3.1"}]}""");
+        assertEquals("llama3.1", http.get("/v1/workflows/ask-llama").json().get("steps").get(0).get("model").asText());
+        String parent = Runs.start(http, "ask-llama", "demo", "{}").get("id").asText();
+        JsonNode run = awaitStatus(http, parent, "succeeded");
+        assertEquals("gold", run.get("steps").get(0).get("output").asText(), run::toString);
+        String child = run.get("steps").get(0).get("child_run_id").asText();
+        JsonNode agentRun = http.get("/v1/runs/" + child).json();
+        assertEquals("llama3.1", agentRun.get("model").asText(), agentRun::toString);
+        assertEquals("llama3.1", model.lastRequest().body().get("model").asText(), "the model called is the step's");
+        Map<String, Object> stored = api.storedRun(child).orElseThrow();
+        assertEquals("llama3.1", Api.json((String) stored.get("definition")).get("model").asText());
+      });
+    }
+  }
+
+  @BothDatabases
+  void an_agent_step_without_a_model_runs_the_agents_own(Api api) {
+    api.test(http -> {
+      put(http, "/v1/agents/careful", "{\"model\":\"gpt-4o-mini\",\"instructions\":\"x\",\"requires_approval\":true}");
+      put(http, "/v1/workflows/own-model", "{\"steps\":[{\"type\":\"agent\",\"agent\":\"careful\",\"input\":\"x\"}]}");
+      assertTrue(http.get("/v1/workflows/own-model").json().get("steps").get(0).path("model").isMissingNode());
+      String parent = Runs.start(http, "own-model", "demo", "{}").get("id").asText();
+      String child = http.get("/v1/runs/" + parent).json().get("steps").get(0).get("child_run_id").asText();
+      assertEquals("gpt-4o-mini", http.get("/v1/runs/" + child).json().get("model").asText());
+      assertEquals(200, http.post("/v1/runs/" + parent + "/cancel", "{}").status());
+    });
+  }
+
+  @BothDatabases
+  void an_agent_step_naming_a_model_not_allowed_is_400_naming_the_step_and_stores_nothing(Api api) {
+    api.testWithServices(s -> s.with("agents.model.allowed", ALLOWED), http -> {
+      JsonNode problem = assertProblem(http.put("/v1/workflows/pricey", """
+          {"steps":[{"type":"agent","agent":"a","input":"x","model":"gpt-4.5-preview"}]}"""), 400,
+          "validation_failed", "steps[0].model");
+      String detail = problem.get("detail").asText();
+      assertTrue(detail.startsWith("steps[0].model 'gpt-4.5-preview' is not allowed"), detail);
+      assertTrue(detail.contains("gpt-4o-mini, llama3.1"), detail);
+      assertProblem(http.put("/v1/workflows/pricey", """
+          {"steps":[{"type":"foreach","items":"[1]","steps":[
+             {"type":"agent","agent":"a","input":"x","model":"llama3.1"},
+             {"type":"parallel","branches":[[{"type":"agent","agent":"a","input":"x"}],
+                                            [{"type":"agent","agent":"a","input":"x","model":"o1-pro"}]]}]}]}"""),
+          400, "validation_failed", "steps[0].steps[1].branches[1][0].model");
+      assertProblem(http.put("/v1/workflows/pricey", """
+          {"steps":[{"type":"agent","agent":"a","input":"x","model":" "}]}"""), 400, "validation_failed",
+          "steps[0].model");
+      assertProblem(http.put("/v1/workflows/pricey", """
+          {"steps":[{"type":"agent","agent":"a","input":"x","model":7}]}"""), 400, "validation_failed",
+          "steps[0].model");
+      assertEquals(404, http.get("/v1/workflows/pricey").status());
+      put(http, "/v1/workflows/pricey", """
+          {"steps":[{"type":"agent","agent":"a","input":"x","model":"llama3.1"}]}""");
+    });
+  }
+
+  @BothDatabases
+  void a_model_the_list_no_longer_names_fails_the_step_and_starts_no_child(Api api) {
+    api.test(http -> {
+      put(http, "/v1/agents/old", "{\"model\":\"gpt-4.5-preview\",\"instructions\":\"x\"}");
+      put(http, "/v1/workflows/step-model", """
+          {"steps":[{"type":"agent","agent":"old","input":"x","model":"o1-pro"}]}""");
+      put(http, "/v1/workflows/agent-model", """
+          {"steps":[{"type":"agent","agent":"old","input":"x"}]}""");
+    });
+    // The operator sets the list after the workflows were saved; the server reads it at start.
+    api.testWithServices(s -> s.with("agents.model.allowed", ALLOWED), http -> {
+      JsonNode run = awaitStatus(http, Runs.start(http, "step-model", "demo", "{}").get("id").asText(), "failed");
+      assertEquals("model_not_allowed", run.get("error").get("code").asText(), run::toString);
+      JsonNode step = run.get("steps").get(0);
+      assertEquals("failed", step.get("status").asText());
+      assertEquals("model_not_allowed", step.get("error").get("code").asText(), step::toString);
+      assertTrue(step.get("error").get("message").asText().contains("the step's model 'o1-pro' is not allowed"),
+          step::toString);
+      assertEquals(0, http.get("/v1/runs?parent_run_id=" + run.get("id").asText()).json().get("data").size());
+      assertEquals(0, api.countRuns("kind = 'agent'"), "no agent run was stored");
+
+      JsonNode own = awaitStatus(http, Runs.start(http, "agent-model", "demo", "{}").get("id").asText(), "failed");
+      assertEquals("model_not_allowed", own.get("error").get("code").asText(), own::toString);
+      assertTrue(own.get("error").get("message").asText().contains("the agent's model 'gpt-4.5-preview'"),
+          own::toString);
+      assertEquals(0, api.countRuns("kind = 'agent'"));
+    });
+    // Reached by the engine (after a delay), the step is checked against the engine's list.
+    String[] late = new String[1];
+    api.test(http -> {
+      put(http, "/v1/workflows/later", """
+          {"steps":[{"type":"delay","seconds":1},{"type":"agent","agent":"old","input":"x","model":"o1-pro"}]}""");
+      late[0] = Runs.start(http, "later", "demo", "{}").get("id").asText();
+    });
+    try (Engine engine = api.database().startEngine(s -> s.with("agents.model.allowed", ALLOWED))) {
+      api.test(http -> {
+        JsonNode run = awaitStatus(http, late[0], "failed");
+        assertEquals("model_not_allowed", run.get("steps").get(1).get("error").get("code").asText(), run::toString);
+        assertEquals(0, api.countRuns("kind = 'agent'"));
+      });
+    }
   }
 }

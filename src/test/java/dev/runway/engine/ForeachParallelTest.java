@@ -23,7 +23,7 @@ import java.util.stream.Collectors;
  * {@code foreach} and {@code parallel} steps through HTTP on both databases: each iteration (or
  * branch) a child run that sees {@code item}, {@code index} and the outer steps, its calls keyed
  * by their path ({@code run_…:each[2].notify}), outputs in item order, concurrency, a failing
- * iteration or branch, cancel, and bad definitions.
+ * iteration or branch, cancel, bad definitions, and a workflow's list of runs leaving iterations out.
  */
 class ForeachParallelTest {
 
@@ -192,5 +192,52 @@ class ForeachParallelTest {
           "steps[0].steps[0].steps[0].steps[0].steps[0].type");
       assertEquals(404, http.get("/v1/workflows/bad").status());
     });
+  }
+
+  private static List<String> ids(JsonNode page) {
+    List<String> ids = new java.util.ArrayList<>();
+    page.get("data").forEach(r -> ids.add(r.get("id").asText()));
+    return ids;
+  }
+
+  @BothDatabases
+  void a_workflows_runs_leave_out_its_iterations_which_its_run_lists(Api api) {
+    try (Engine engine = api.database().startEngine()) {
+      api.test(http -> {
+        put(http, "inner", "{}");
+        put(http, "fan", """
+            {"steps":[{"id":"each","type":"foreach","items":"[1, 2, 3]",
+                       "steps":[{"id":"call","type":"workflow","workflow":"inner"}]}]}""");
+        put(http, "caller", "{\"steps\":[{\"id\":\"fan\",\"type\":\"workflow\",\"workflow\":\"fan\"}]}");
+        String top = Runs.start(http, "fan", "demo", "{}").get("id").asText();
+        awaitStatus(http, top, "succeeded");
+        JsonNode caller = awaitStatus(http, Runs.start(http, "caller", "demo", "{}").get("id").asText(), "succeeded");
+        String called = caller.get("steps").get(0).get("child_run_id").asText();
+        assertEquals(8, api.countRuns("workflow_id = 'fan'"), "2 runs of fan and their 6 iterations are stored");
+
+        // The runs started (by the API or by another workflow's step), not the iterations, newest first.
+        assertEquals(List.of(called, top), ids(http.get("/v1/runs?workflow=fan").json()));
+        JsonNode first = http.get("/v1/runs?workflow=fan&limit=1").json();
+        assertEquals(List.of(called), ids(first));
+        assertTrue(first.get("has_more").asBoolean(), first::toString);
+        assertEquals(List.of(top), ids(http.get("/v1/runs?workflow=fan&limit=1&starting_after=" + called).json()));
+        // A run of inner started by an iteration's step is a run of inner as any other.
+        assertEquals(6, ids(http.get("/v1/runs?workflow=inner&limit=100").json()).size());
+
+        // The iterations are reached from their run, with or without the workflow named.
+        List<String> iterations = ids(http.get("/v1/runs?parent_run_id=" + top).json());
+        assertEquals(3, iterations.size());
+        for (String iteration : iterations) {
+          JsonNode run = http.get("/v1/runs/" + iteration).json();
+          assertEquals("fan", run.get("workflow").asText());
+          assertEquals(top, run.get("parent_run_id").asText());
+        }
+        assertEquals(iterations, ids(http.get("/v1/runs?workflow=fan&parent_run_id=" + top).json()));
+        assertEquals(List.of(called), ids(http.get("/v1/runs?parent_run_id=" + caller.get("id").asText()
+            + "&workflow=fan").json()));
+        // Without a workflow the list holds every run.
+        assertEquals(15, ids(http.get("/v1/runs?limit=100").json()).size());
+      });
+    }
   }
 }
