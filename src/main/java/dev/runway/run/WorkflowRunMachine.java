@@ -13,6 +13,7 @@ import dev.runway.workflow.JsonTemplate;
 import dev.runway.workflow.Step;
 import java.time.Instant;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 
@@ -40,6 +41,8 @@ public final class WorkflowRunMachine extends RunMachine {
   private final JsonNode iteration;
   /** What the run's progress takes, in characters, as iterations that ended add their outputs to it; -1 until one does. */
   private int keptChars = -1;
+  /** The current step's iterations as they stand, once read (see {@link Fan}); else null. */
+  private Fan fan;
   /** Of an iteration: what its calls' Idempotency-Keys start with ({@code run_…:each[17].}); else null. */
   private final String keyPrefix;
   private final ArrayNode steps;
@@ -449,29 +452,55 @@ public final class WorkflowRunMachine extends RunMachine {
   /** Starts pending iterations of the current step while fewer than its concurrency run. */
   private void startIterations(Step step) {
     int concurrency = step instanceof Step.Foreach each ? each.concurrency() : Integer.MAX_VALUE;
-    ArrayNode iterations = (ArrayNode) step(currentStep).get("iterations");
+    Fan fan = fan();
     Map<String, JsonNode> vars = null; // made once, for all the iterations this move starts
-    int running = 0;
-    for (JsonNode it : iterations) {
-      String status = it.path("status").asText();
-      running += status.equals("running") || status.equals("waiting") ? 1 : 0;
-    }
-    for (JsonNode node : iterations) {
-      if (running >= concurrency) {
-        return;
-      }
-      ObjectNode it = (ObjectNode) node;
-      if (!it.path("status").asText().equals("pending")) {
-        continue;
-      }
+    while (fan.active.size() < concurrency && fan.nextPending < fan.iterations.size()) {
+      ObjectNode it = (ObjectNode) fan.iterations.get(fan.nextPending++);
       int i = it.get("index").asInt();
       String childId = Ids.newId("run", now.toEpochMilli());
       it.put("status", "running").put("child_run_id", childId);
+      fan.active.put(childId, it);
       vars = vars == null ? expressionVariables() : vars;
       childStarts.add(new ChildStart(currentStep, childId, null, null, null, iterationDefinition(step, i, vars),
           vars.get("inputs")));
-      running++;
     }
+  }
+
+  /**
+   * The current foreach or parallel step's iterations as they stand: those started and not ended
+   * (running or waiting) by child run, and the first not started. Iterations start in item order,
+   * so those not started follow it. Read from the progress once per machine: a group commit tells
+   * one machine of dozens of ends, and each would otherwise read all 1,000 entries.
+   */
+  private static final class Fan {
+    final ArrayNode iterations;
+    final Map<String, ObjectNode> active = new HashMap<>();
+    int nextPending;
+    int succeeded;
+
+    Fan(ArrayNode iterations) {
+      this.iterations = iterations;
+      nextPending = iterations.size();
+      for (JsonNode node : iterations) {
+        String status = node.path("status").asText();
+        if (status.equals("running") || status.equals("waiting")) {
+          active.put(node.path("child_run_id").asText(), (ObjectNode) node);
+        } else if (status.equals("pending")) {
+          nextPending = Math.min(nextPending, node.path("index").asInt());
+        } else if (status.equals("succeeded")) {
+          succeeded++;
+        }
+      }
+    }
+  }
+
+  /** The current step's {@link Fan}, read now if it was not yet (or was of another step). */
+  private Fan fan() {
+    JsonNode iterations = step(currentStep).path("iterations");
+    if (fan == null || fan.iterations != iterations) {
+      fan = new Fan((ArrayNode) iterations);
+    }
+    return fan;
   }
 
   /**
@@ -560,13 +589,7 @@ public final class WorkflowRunMachine extends RunMachine {
     if (ended() || currentStep < 0 || currentStep >= steps.size() || isDone(step(currentStep))) {
       return null;
     }
-    for (JsonNode it : step(currentStep).path("iterations")) {
-      String status = it.path("status").asText();
-      if (childId.equals(it.path("child_run_id").asText(null)) && (status.equals("running") || status.equals("waiting"))) {
-        return (ObjectNode) it;
-      }
-    }
-    return null;
+    return step(currentStep).has("iterations") ? fan().active.get(childId) : null;
   }
 
   /**
@@ -577,6 +600,8 @@ public final class WorkflowRunMachine extends RunMachine {
   private void iterationEnded(ObjectNode it, String childId, String childStatus, JsonNode output, JsonNode childError) {
     Step step = definition.get(currentStep);
     ObjectNode progress = step(currentStep);
+    Fan fan = fan();
+    fan.active.remove(childId);
     if (!childStatus.equals(RunStatus.SUCCEEDED.wireName())) {
       it.put("status", childStatus.equals("canceled") ? "canceled" : "failed");
       cancelIterations();
@@ -597,13 +622,11 @@ public final class WorkflowRunMachine extends RunMachine {
       return;
     }
     startIterations(step);
-    ArrayNode outputs = Json.MAPPER.createArrayNode();
-    for (JsonNode each : progress.get("iterations")) {
-      if (!each.path("status").asText().equals("succeeded")) {
-        return; // some still to run
-      }
-      outputs.add(each.get("output"));
+    if (++fan.succeeded < fan.iterations.size()) {
+      return; // some still to run
     }
+    ArrayNode outputs = Json.MAPPER.createArrayNode();
+    fan.iterations.forEach(each -> outputs.add(each.get("output")));
     progress.remove("items");
     // The step's output holds them now, in item order: kept once, so the run stays within its bound.
     progress.get("iterations").forEach(each -> ((ObjectNode) each).remove("output"));
@@ -612,13 +635,15 @@ public final class WorkflowRunMachine extends RunMachine {
 
   /** Cancels the current step's running iterations (in this commit, see ChildRuns). */
   private void cancelIterations() {
-    for (JsonNode each : step(currentStep).path("iterations")) {
-      String status = each.path("status").asText();
-      if (status.equals("running") || status.equals("waiting")) {
-        childrenToCancel.add(each.get("child_run_id").asText());
-        ((ObjectNode) each).put("status", "canceled");
-      }
+    if (!step(currentStep).has("iterations")) {
+      return;
     }
+    Fan fan = fan();
+    for (Map.Entry<String, ObjectNode> each : fan.active.entrySet()) {
+      childrenToCancel.add(each.getKey());
+      each.getValue().put("status", "canceled");
+    }
+    fan.active.clear();
   }
 
   /** The current step's child run {@code childId} could not be started ({@code code}, e.g. workflow_not_found). */
@@ -643,7 +668,7 @@ public final class WorkflowRunMachine extends RunMachine {
       }
       it.put("status", shown);
       boolean anyWaits = false;
-      for (JsonNode each : step(currentStep).get("iterations")) {
+      for (ObjectNode each : fan().active.values()) {
         anyWaits |= each.path("status").asText().equals("waiting");
       }
       step(currentStep).put("status", anyWaits ? "waiting" : "running");
