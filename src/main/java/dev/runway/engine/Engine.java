@@ -78,6 +78,7 @@ public final class Engine implements AutoCloseable {
   private final AtomicInteger calls = new AtomicInteger();
   private final ConcurrentHashMap<String, Integer> callsByWorkspace = new ConcurrentHashMap<>();
   private final CallMemory memory;
+  private final RunMachines machines;
   private volatile boolean running = true;
 
   private Engine(Jdbi jdbi, GroupCommitter committer, EngineSettings settings, SecretSource secrets, CrmWriter crm,
@@ -95,7 +96,7 @@ public final class Engine implements AutoCloseable {
       t.setDaemon(true);
       return t;
     });
-    RunMachines machines = new RunMachines(settings.approvalTimeoutSeconds(), modelSettings.allowed(), this::wake, crm);
+    this.machines = new RunMachines(settings.approvalTimeoutSeconds(), modelSettings.allowed(), this::wake, crm);
     this.steps = new StepRunner(committer, settings,
         new HttpStepCaller(outbound, secrets, settings.maxResponseBytes()), machines, leases, workers);
     // One trusted endpoint serves every model call: it is bounded by the calls in flight, not per host.
@@ -249,7 +250,7 @@ public final class Engine implements AutoCloseable {
     } catch (RuntimeException e) {
       LOG.error("run {} cannot be read or moved; it fails with internal_error", run.id(), e);
       RunMachine.Moved failed = RunMachine.failedUnreadable(run, now);
-      return new Claim(failed.run(), failed::saveIn, false);
+      return new Claim(failed.run(), tx -> machines.saveEnded(tx, failed), false);
     }
   }
 

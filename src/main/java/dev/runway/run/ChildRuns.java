@@ -59,12 +59,32 @@ final class ChildRuns {
     if (!next.isEnded() && !writesRecords && awaitsApproval(m.base) == awaitsApproval(next)) {
       return null;
     }
-    Told told = told(tx).get(next.parentRunId());
+    return lockParentOf(tx, next);
+  }
+
+  /** Locks the parent of {@code child} and the runs above it (see {@link #lockAncestors}); the parent as locked. */
+  private static Run lockParentOf(Tx tx, Run child) {
+    Told told = told(tx).get(child.parentRunId());
     if (told != null) {
       return told.locked(); // locked, with the runs above it, by an earlier child's end in this transaction
     }
     tx.flush(); // the parent may have been inserted in this transaction, by a batch not yet executed
-    return lockAncestors(tx, next.workspaceId(), next.parentRunId());
+    return lockAncestors(tx, child.workspaceId(), child.parentRunId());
+  }
+
+  /**
+   * Saves {@code ended}, a run that ended without a machine's moves (its stored state could not be
+   * read, see {@link RunMachine#failedUnreadable}), and tells its parent, as of any child that ends.
+   */
+  boolean saveEnded(Tx tx, RunMachine.Moved ended) {
+    Run parent = ended.run().parentRunId() == null ? null : lockParentOf(tx, ended.run());
+    if (!ended.saveIn(tx)) {
+      return false;
+    }
+    if (parent != null) {
+      tell(tx, parent, ended.run());
+    }
+    return true;
   }
 
   /**

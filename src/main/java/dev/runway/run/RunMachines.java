@@ -2,6 +2,7 @@ package dev.runway.run;
 
 import dev.runway.agent.AllowedModels;
 import dev.runway.core.WeighedCache;
+import dev.runway.db.Tx;
 import java.time.Instant;
 
 /**
@@ -33,6 +34,14 @@ public final class RunMachines {
 
   CrmSteps crmSteps() {
     return crmSteps;
+  }
+
+  /**
+   * Saves {@code ended} in {@code tx}, a run that ended without its machine (see
+   * {@link RunMachine#failedUnreadable}), and tells its parent run, if it has one, that it ended.
+   */
+  public boolean saveEnded(Tx tx, RunMachine.Moved ended) {
+    return children.saveEnded(tx, ended);
   }
 
   /** The machine of the run's kind. */

@@ -108,6 +108,33 @@ class ChildWorkflowRunsTest {
     }
   }
 
+  /**
+   * A child run whose stored state cannot be read fails with internal_error when the engine takes it
+   * up (see EngineIsolationTest), and its parent's step fails with it, instead of waiting for ever.
+   */
+  @BothDatabases
+  void a_child_that_cannot_be_read_fails_and_so_does_its_parents_step(Api api) throws Exception {
+    try (ToolServer tool = ToolServer.start()) {
+      api.test(http -> {
+        put(http, "leaf", "{\"steps\":[{\"type\":\"http\",\"url\":\"" + tool.url("/leaf") + "\"}]}");
+        put(http, "top", "{\"steps\":[{\"type\":\"workflow\",\"workflow\":\"leaf\"}]}");
+        String parent = Runs.start(http, "top", "demo", "{}").get("id").asText();
+        String childId = http.get("/v1/runs/" + parent).json().get("steps").get(0).get("child_run_id").asText();
+        api.jdbi().useHandle(h -> h.execute("UPDATE run SET steps = 'not json' WHERE id = ?", childId));
+        try (Engine engine = api.database().startEngine()) {
+          JsonNode run = awaitStatus(http, parent, "failed");
+          assertEquals("child_failed", run.get("error").get("code").asText(), run::toString);
+          assertTrue(run.get("error").get("message").asText().contains("internal_error"), run::toString);
+          JsonNode child = http.get("/v1/runs/" + childId).json();
+          assertEquals("failed", child.get("status").asText(), child::toString);
+          assertEquals("internal_error", child.get("error").get("code").asText());
+          assertEquals(0, tool.calls("/leaf").size());
+          assertEquals("failed", api.storedRun(parent).orElseThrow().get("status"));
+        }
+      });
+    }
+  }
+
   @BothDatabases
   void a_child_waiting_for_approval_shows_in_the_parent_and_approving_it_moves_both_on(Api api) {
     try (Engine engine = api.database().startEngine()) {
