@@ -24,6 +24,15 @@ abstract class CallingRunner<M extends RunMachine> implements RunAdvancer {
   protected final Leases leases;
   protected final Executor executor;
   private volatile boolean stopping;
+  /**
+   * The run progress, in characters, that saves not yet committed may hold at once. A save waiting
+   * for its commit holds its run twice, once parsed (several times its stored size); past this a
+   * worker waits for commits, as every save once did, so that answers carrying large outputs cannot
+   * pile up in memory behind a busy committer. Thousands of small saves (a foreach's iterations)
+   * still share a commit.
+   */
+  private static final long MAX_UNSAVED_CHARS = 2_000_000;
+  private final java.util.concurrent.Semaphore unsaved = new java.util.concurrent.Semaphore((int) MAX_UNSAVED_CHARS);
 
   CallingRunner(GroupCommitter committer, EngineSettings settings, Leases leases, Executor executor) {
     this.committer = committer;
@@ -71,10 +80,19 @@ abstract class CallingRunner<M extends RunMachine> implements RunAdvancer {
    * many calls then share one, however few the engine's workers.
    */
   protected final CompletableFuture<Boolean> save(Run next, M m, Leases.Hold hold) {
-    return committer.submit(next.workspaceId(), tx -> {
-      saveAlso(tx, m);
-      return leases.holds(hold) && m.saveHeldIn(tx, next, hold.owner());
-    }).thenApply(saved -> {
+    int weight = (int) Math.min(MAX_UNSAVED_CHARS, next.steps().length() + 1_024L);
+    unsaved.acquireUninterruptibly(weight);
+    CompletableFuture<Boolean> committed;
+    try {
+      committed = committer.submit(next.workspaceId(), tx -> {
+        saveAlso(tx, m);
+        return leases.holds(hold) && m.saveHeldIn(tx, next, hold.owner());
+      });
+    } catch (RuntimeException e) {
+      unsaved.release(weight);
+      throw e;
+    }
+    return committed.whenComplete((saved, failure) -> unsaved.release(weight)).thenApply(saved -> {
       if (!saved) {
         LOG.info("run {} changed while its call was out, or this instance's lease on it lapsed; leaving it as it "
             + "is now", next.id());
