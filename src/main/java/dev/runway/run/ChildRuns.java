@@ -273,7 +273,8 @@ final class ChildRuns {
       return;
     }
     boolean changed = child.isEnded()
-        ? pm.childEnded(child.id(), child.status(), output(child), child.error() == null ? null : Json.tree(child.error()))
+        ? pm.childEnded(child.id(), child.status(), output(child), child.error() == null ? null : Json.tree(child.error()),
+            executions(child))
         : pm.childAwaitsApproval(child.id(), awaitsApproval(child));
     if (changed && child.isEnded() && pm.moveUntilWaiting(approvalTimeoutSeconds)) {
       tx.afterCommit(runDue); // it stands at an http step: the engine makes the call
@@ -310,6 +311,11 @@ final class ChildRuns {
     }
     JsonNode step = Json.tree(run.steps()).path(run.currentStep());
     return step.path("status").asText().equals("waiting") && (step.hasNonNull("child_run_id") || step.has("iterations"));
+  }
+
+  /** The steps a child run executed, as its parent counts them if it is an iteration (an agent run: none). */
+  private static int executions(Run run) {
+    return run.isAgent() ? 0 : WorkflowRunMachine.executions(Json.tree(run.steps()));
   }
 
   /** A run's output as a step passes it on: a workflow run's {@code output}, an agent run's. */

@@ -32,8 +32,18 @@ public final class WorkflowRunMachine extends RunMachine {
   private final JsonTemplate outputTemplate;
   /** How deep runs nest: a run at this depth starts no child run (its workflow step fails). */
   public static final int MAX_DEPTH = 5;
+  /**
+   * The most steps a run executes, counting those of its foreach and parallel iterations (see
+   * {@link #executions}); a run past it fails with {@code too_many_steps}.
+   */
+  public static final int MAX_STEP_EXECUTIONS = 10_000;
   private final List<Step> definition;
   private final int depth;
+  /**
+   * The most steps this run may execute: {@link #MAX_STEP_EXECUTIONS}, or for an iteration the share
+   * its parent gave it when it fanned out.
+   */
+  private final int budget;
   /**
    * Of an iteration (a child run of a foreach or parallel step): its {@code item}, {@code index},
    * the enclosing run's {@code run} and the outer {@code steps} its own steps name; else null.
@@ -55,7 +65,8 @@ public final class WorkflowRunMachine extends RunMachine {
   private CrmWrite crmWrite;
 
   /** A run's stored definition, parsed: its steps, what makes its output (null: none), how deep it nests. */
-  record Definition(List<Step> steps, JsonTemplate output, int depth, JsonNode iteration, String keyPrefix) {}
+  record Definition(List<Step> steps, JsonTemplate output, int depth, int budget, JsonNode iteration,
+      String keyPrefix) {}
 
   /**
    * A child run that the step {@code step} starts, with the id {@code runId}: of workflow
@@ -81,6 +92,7 @@ public final class WorkflowRunMachine extends RunMachine {
     this.definition = definition.steps();
     this.outputTemplate = definition.output();
     this.depth = definition.depth();
+    this.budget = definition.budget();
     this.iteration = definition.iteration();
     this.keyPrefix = definition.keyPrefix();
     this.steps = (ArrayNode) Json.tree(run.steps());
@@ -103,7 +115,7 @@ public final class WorkflowRunMachine extends RunMachine {
     JsonNode output = tree.get("output");
     return new Definition(List.copyOf(Step.parseAll(tree.path("steps"))),
         output == null || output.isNull() ? null : JsonTemplate.compile(output, "output"), tree.path("depth").asInt(1),
-        tree.get("iteration"), tree.path("key_prefix").asText(null));
+        tree.path("budget").asInt(MAX_STEP_EXECUTIONS), tree.get("iteration"), tree.path("key_prefix").asText(null));
   }
 
   /** The progress JSON of a new run: every step pending. */
@@ -145,7 +157,8 @@ public final class WorkflowRunMachine extends RunMachine {
         return false;
       }
       Step step = definition.get(currentStep);
-      if (step(currentStep).path("status").asText().equals("pending") && step.flow().when() != null) {
+      boolean starts = step(currentStep).path("status").asText().equals("pending");
+      if (starts && step.flow().when() != null) {
         Boolean runs = holds(step.flow().when());
         if (runs == null) {
           continue; // the expression failed: so did the step, and the run unless the step goes on
@@ -154,6 +167,10 @@ public final class WorkflowRunMachine extends RunMachine {
           skipStep();
           continue;
         }
+      }
+      if (starts && executions(steps) >= budget) {
+        refuseStep();
+        return false;
       }
       if (step instanceof Step.Approval gate) {
         awaitApproval(gate.timeoutSeconds());
@@ -199,6 +216,36 @@ public final class WorkflowRunMachine extends RunMachine {
       }
       return dueAt == null || !now.isBefore(dueAt); // an http step: due now, or waiting for its retry time
     }
+  }
+
+  /**
+   * How many steps the run whose progress is {@code steps} executed: once each step that started
+   * (not pending, not skipped), however many attempts it made, plus for a foreach or parallel step
+   * the steps its iterations executed ({@code executions}, added as each ends). A workflow or agent
+   * step's child run is a run of its own, with its own budget: it counts once here.
+   */
+  static int executions(JsonNode steps) {
+    int count = 0;
+    for (JsonNode step : steps) {
+      String status = step.path("status").asText();
+      if (!status.equals("pending") && !status.equals("skipped")) {
+        count += 1 + step.path("executions").asInt(0);
+      }
+    }
+    return count;
+  }
+
+  /** The run has executed all the steps its budget allows: it fails with too_many_steps, the step not started. */
+  private void refuseStep() {
+    fail("too_many_steps", "step " + currentStep + " ('" + definition.get(currentStep).flow().id() + "') was not "
+        + "started: " + (iteration == null ? "the run" : "this iteration") + " has made " + budget
+        + " step executions, " + budgetText(), Json.MAPPER.createObjectNode().put("step", currentStep));
+  }
+
+  /** What this run's budget is, for the messages of too_many_steps. */
+  private String budgetText() {
+    return iteration == null ? "the most a run makes (counting those of its foreach and parallel iterations)"
+        : "its share of its run's " + MAX_STEP_EXECUTIONS;
   }
 
   /**
@@ -439,6 +486,11 @@ public final class WorkflowRunMachine extends RunMachine {
       completeStep(Json.MAPPER.createArrayNode());
       return false;
     }
+    int share = iterationBudget(step, count);
+    if (share < 0) {
+      return false;
+    }
+    progress.put("iteration_budget", share).put("executions", 0);
     ArrayNode iterations = progress.putArray("iterations");
     for (int i = 0; i < count; i++) {
       iterations.addObject().put("index", i).put("status", "pending").putNull("child_run_id").putNull("output");
@@ -447,6 +499,33 @@ public final class WorkflowRunMachine extends RunMachine {
     record("step.waiting", ENGINE, currentStep, null, Map.of("iterations", count));
     startIterations(step);
     return true;
+  }
+
+  /**
+   * How many steps each of the current step's {@code count} iterations may execute: what the run's
+   * budget leaves, less this step and one for each step after it (each may start once), shared out
+   * evenly. So the run with its iterations, nested ones included, never passes its budget. -1 when an
+   * iteration would get fewer than its own steps: the step failed with too_many_steps.
+   */
+  private int iterationBudget(Step step, int count) {
+    int left = Math.max(0, budget - executions(steps) - 1 - (definition.size() - currentStep - 1));
+    int needed = 0;
+    if (step instanceof Step.Foreach each) {
+      needed = each.steps().size();
+    } else {
+      for (List<Step> branch : ((Step.Parallel) step).branches()) {
+        needed = Math.max(needed, branch.size());
+      }
+    }
+    if (left / count >= needed) {
+      return left / count;
+    }
+    String perIteration = needed + (needed == 1 ? " step" : " steps");
+    String what = step instanceof Step.Foreach ? count + " items × " + perIteration
+        : count + " branches × up to " + perIteration;
+    failStep("too_many_steps", null, what + " would take " + (iteration == null ? "the run" : "this iteration")
+        + " past " + budget + " step executions, " + budgetText() + ": " + left + " are left for its iterations");
+    return -1;
   }
 
   /** Starts pending iterations of the current step while fewer than its concurrency run. */
@@ -518,7 +597,8 @@ public final class WorkflowRunMachine extends RunMachine {
     if (!inner.isEmpty()) {
       definition.put("output", "{{ steps['" + inner.get(inner.size() - 1).flow().id() + "'].output }}");
     }
-    definition.put("depth", depth + 1);
+    definition.put("depth", depth + 1).put("budget",
+        step(currentStep).path("iteration_budget").asInt(MAX_STEP_EXECUTIONS)); // absent: started before budgets
     String name = step.flow().id() + "[" + i + "].";
     definition.put("key_prefix", (keyPrefix != null ? keyPrefix : base.id() + ":") + name);
     ObjectNode it = definition.putObject("iteration");
@@ -551,11 +631,13 @@ public final class WorkflowRunMachine extends RunMachine {
 
   /**
    * The current step's child run {@code childId} ended: the step succeeds with {@code output} or
-   * fails ({@code child_failed}), and the run moves on. False when the run does not wait for it.
+   * fails ({@code child_failed}), and the run moves on. An iteration's {@code childExecutions} (the
+   * steps it executed, see {@link #executions}) count as this run's. False when the run does not wait for it.
    */
-  boolean childEnded(String childId, String childStatus, JsonNode output, JsonNode childError) {
+  boolean childEnded(String childId, String childStatus, JsonNode output, JsonNode childError, int childExecutions) {
     ObjectNode it = iterationOf(childId);
     if (it != null) {
+      addExecutions(childExecutions);
       iterationEnded(it, childId, childStatus, output, childError);
       return true;
     }
@@ -633,12 +715,21 @@ public final class WorkflowRunMachine extends RunMachine {
     completeStep(outputs);
   }
 
-  /** Cancels the current step's running iterations (in this commit, see ChildRuns). */
+  /** Adds {@code count} to the steps the current foreach or parallel step's iterations executed. */
+  private void addExecutions(int count) {
+    step(currentStep).put("executions", step(currentStep).path("executions").asInt() + count);
+  }
+
+  /**
+   * Cancels the current step's running iterations (in this commit, see ChildRuns). Each counts as
+   * having executed its whole share: it may have, and will not tell.
+   */
   private void cancelIterations() {
     if (!step(currentStep).has("iterations")) {
       return;
     }
     Fan fan = fan();
+    addExecutions(fan.active.size() * step(currentStep).path("iteration_budget").asInt());
     for (Map.Entry<String, ObjectNode> each : fan.active.entrySet()) {
       childrenToCancel.add(each.getKey());
       each.getValue().put("status", "canceled");

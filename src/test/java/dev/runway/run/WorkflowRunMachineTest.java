@@ -328,6 +328,88 @@ class WorkflowRunMachineTest {
     assertEquals("wf", machine.events().get(0).workflowId());
   }
 
+  @Test
+  void executions_count_each_started_step_once_and_what_its_iterations_executed() {
+    JsonNode progress = Json.tree("""
+        [{"status":"succeeded","attempts":[{"attempt":1},{"attempt":2},{"attempt":3}]},{"status":"skipped"},
+         {"status":"failed"},{"status":"retrying"},{"status":"waiting"},{"status":"canceled"},
+         {"status":"running","executions":40},{"status":"succeeded","executions":7},{"status":"pending"}]""");
+
+    assertEquals(5 + 41 + 8, WorkflowRunMachine.executions(progress));
+  }
+
+  @Test
+  void a_run_at_its_budget_fails_with_too_many_steps_before_the_next_step_starts() {
+    WorkflowRunMachine machine = new WorkflowRunMachine(newRun("""
+        [{"type":"delay","seconds":0},{"type":"delay","seconds":0,"if":"false"},{"type":"delay","seconds":0},
+         {"id":"last","type":"delay","seconds":0}]""", false, 2), NOW);
+
+    assertFalse(machine.moveUntilWaiting(APPROVAL_TIMEOUT_SECONDS));
+
+    Run run = machine.toRun(null, null);
+    assertEquals("failed", run.status());
+    JsonNode error = Json.tree(run.error());
+    assertEquals("too_many_steps", error.get("code").asText());
+    assertEquals(3, error.get("step").asInt());
+    assertTrue(error.get("message").asText().contains("step 3 ('last') was not started"), error::toString);
+    assertTrue(error.get("message").asText().contains("made 2 step executions"), error::toString);
+    assertEquals(List.of("succeeded", "skipped", "succeeded", "pending"),
+        List.of(0, 1, 2, 3).stream().map(i -> machine.step(i).get("status").asText()).toList());
+  }
+
+  @Test
+  void a_foreach_gives_each_iteration_an_even_share_of_what_its_run_has_left() {
+    // 30, less the foreach and the step after it: 28 for 3 items, 9 each.
+    WorkflowRunMachine machine = new WorkflowRunMachine(newRun(FOREACH_THEN_DELAY, false, 30), NOW);
+
+    assertFalse(machine.moveUntilWaiting(APPROVAL_TIMEOUT_SECONDS));
+
+    assertEquals(9, machine.step(0).get("iteration_budget").asInt());
+    assertEquals(3, machine.childStarts().size());
+    for (WorkflowRunMachine.ChildStart start : machine.childStarts()) {
+      assertEquals(9, Json.tree(start.definition()).get("budget").asInt());
+      assertEquals(9, WorkflowRunMachine.parse(start.definition()).budget());
+    }
+    machine.childEnded(machine.childStarts().get(0).runId(), "succeeded", null, null, 2);
+    machine.childEnded(machine.childStarts().get(1).runId(), "succeeded", null, null, 5);
+    assertEquals(7, machine.step(0).get("executions").asInt());
+    assertEquals(8, WorkflowRunMachine.executions(Json.tree(machine.toRun(null, null).steps())));
+  }
+
+  @Test
+  void a_failed_iteration_counts_what_it_executed_and_each_canceled_one_its_whole_share() {
+    WorkflowRunMachine machine = new WorkflowRunMachine(newRun(FOREACH_THEN_DELAY, false, 30), NOW);
+    machine.moveUntilWaiting(APPROVAL_TIMEOUT_SECONDS);
+
+    machine.childEnded(machine.childStarts().get(0).runId(), "failed", null, null, 1);
+
+    assertEquals(1 + 2 * 9, machine.step(0).get("executions").asInt());
+    assertEquals("iteration_failed", Json.tree(machine.toRun(null, null).error()).get("code").asText());
+  }
+
+  @Test
+  void a_foreach_whose_iterations_would_pass_the_budget_fails_before_any_starts() {
+    // 7, less the foreach and the step after it: 5 for 3 items of 2 steps, fewer than 2 each.
+    WorkflowRunMachine machine = new WorkflowRunMachine(newRun(FOREACH_THEN_DELAY, false, 7), NOW);
+
+    assertFalse(machine.moveUntilWaiting(APPROVAL_TIMEOUT_SECONDS));
+
+    Run run = machine.toRun(null, null);
+    assertEquals("failed", run.status());
+    JsonNode error = Json.tree(run.error());
+    assertEquals("too_many_steps", error.get("code").asText());
+    assertEquals("3 items × 2 steps would take this iteration past 7 step executions, its share of its run's 10000: "
+        + "5 are left for its iterations", error.get("message").asText());
+    assertEquals(List.of(), machine.childStarts());
+    assertFalse(machine.step(0).has("iterations"), machine.step(0)::toString);
+    assertEquals("failed", machine.step(0).get("status").asText());
+  }
+
+  private static final String FOREACH_THEN_DELAY = """
+      [{"id":"each","type":"foreach","items":"[1, 2, 3]",
+        "steps":[{"type":"delay","seconds":0},{"type":"delay","seconds":0}]},
+       {"type":"delay","seconds":0}]""";
+
   private static final String HTTP_STEP = "[{\"type\":\"http\",\"url\":\"https://tools.example/hook\"}]";
 
   /**
@@ -335,8 +417,18 @@ class WorkflowRunMachineTest {
    * them for a workflow version.
    */
   private static Run newRun(String stepsJson, boolean requiresApproval) {
+    return newRun(stepsJson, requiresApproval, null);
+  }
+
+  /** As above, or (budget not null) an iteration of run_0 whose share is {@code budget} step executions. */
+  private static Run newRun(String stepsJson, boolean requiresApproval, Integer budget) {
     List<Step> steps = Step.parseAll(Json.tree(stepsJson));
     ObjectNode definition = Json.MAPPER.createObjectNode().put("requires_approval", requiresApproval);
+    if (budget != null) {
+      ObjectNode iteration = definition.put("depth", 2).put("budget", budget).putObject("iteration").put("index", 0);
+      iteration.putObject("run").put("id", "run_0");
+      iteration.putObject("steps");
+    }
     Step.toJson(steps, definition.putArray("steps"));
     return Run.newWorkflowRun("run_1", "ws", "wf", "p", requiresApproval, "{}", NOW, Json.string(definition),
         Json.string(WorkflowRunMachine.initialSteps(steps)));
