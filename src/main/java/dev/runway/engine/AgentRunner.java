@@ -176,7 +176,7 @@ final class AgentRunner extends CallingRunner<AgentRunMachine> {
     boolean callAgain = next != AgentRunMachine.Next.NOTHING && !stopping()
         && room.resize(weight(m.toRun(null, null)));
     Run save = callAgain ? lease(m, next) : m.toRun(null, null);
-    return saveThenNext(save, m, hold, callAgain);
+    return save(save, m, hold, callAgain);
   }
 
   /** The answer's tokens count even when the run changed meanwhile (canceled): the model used them. */

@@ -25,11 +25,11 @@ abstract class CallingRunner<M extends RunMachine> implements RunAdvancer {
   protected final Executor executor;
   private volatile boolean stopping;
   /**
-   * The run progress, in characters, that saves not yet committed may hold at once. A save waiting
-   * for its commit holds its run twice, once parsed (several times its stored size); past this a
-   * worker waits for commits, as every save once did, so that answers carrying large outputs cannot
-   * pile up in memory behind a busy committer. Thousands of small saves (a foreach's iterations)
-   * still share a commit.
+   * The run progress, in characters, that this runner's saves not yet committed may hold at once (one
+   * bound for workflow runs, one for agent runs). A save waiting for its commit holds its run twice,
+   * once parsed (several times its stored size); past this a worker waits for commits, as every save
+   * once did, so that answers carrying large outputs cannot pile up in memory behind a busy
+   * committer. Thousands of small saves (a foreach's iterations) still share a commit.
    */
   private static final long MAX_UNSAVED_CHARS = 2_000_000;
   private final java.util.concurrent.Semaphore unsaved = new java.util.concurrent.Semaphore((int) MAX_UNSAVED_CHARS);
@@ -73,13 +73,14 @@ abstract class CallingRunner<M extends RunMachine> implements RunAdvancer {
    * Saves {@code next}, the run after {@code m}'s moves, if this instance still holds the run: it
    * has not given it up ({@code hold}: after a stall past its lease it gives up everything), the
    * run is still leased to it in the database (an instance that took the run over leased it anew:
-   * a paused process waking commits nothing of it) and still at the version it was read at. False
-   * otherwise: a caller's move (cancel, approve) came first and the run is left as that move made
-   * it, or the run was lost and the answer is dropped (the instance that took the run over makes
-   * the call again, with the same Idempotency-Key). No thread waits for the commit: the answers of
-   * many calls then share one, however few the engine's workers.
+   * a paused process waking commits nothing of it) and still at the version it was read at. Then
+   * the run of the next call: {@code next} if {@code callAgain}, else null (see {@link #callOnce}).
+   * Null too when it was not saved: a caller's move (cancel, approve) came first and the run is left
+   * as that move made it, or the run was lost and the answer is dropped (the instance that took the
+   * run over makes the call again, with the same Idempotency-Key). No thread waits for the commit:
+   * the answers of many calls then share one, however few the engine's workers.
    */
-  protected final CompletableFuture<Boolean> save(Run next, M m, Leases.Hold hold) {
+  protected final CompletableFuture<Run> save(Run next, M m, Leases.Hold hold, boolean callAgain) {
     int weight = (int) Math.min(MAX_UNSAVED_CHARS, next.steps().length() + 1_024L);
     unsaved.acquireUninterruptibly(weight);
     CompletableFuture<Boolean> committed;
@@ -97,13 +98,8 @@ abstract class CallingRunner<M extends RunMachine> implements RunAdvancer {
         LOG.info("run {} changed while its call was out, or this instance's lease on it lapsed; leaving it as it "
             + "is now", next.id());
       }
-      return saved;
+      return saved && callAgain ? next : null;
     });
-  }
-
-  /** The run of the next call once {@code next} is saved: {@code next} if {@code callAgain}, else null (see {@link #callOnce}). */
-  protected final CompletableFuture<Run> saveThenNext(Run next, M m, Leases.Hold hold, boolean callAgain) {
-    return save(next, m, hold).thenApply(saved -> saved && callAgain ? next : null);
   }
 
   /** What is written with every save of a move, whether or not the run itself is saved. */

@@ -104,7 +104,7 @@ final class StepRunner extends CallingRunner<WorkflowRunMachine> {
       callAgain = planInstantMoves(m) && !stopping() && hasRoom(m, room);
       next = callAgain ? leaseForCall(m) : m.toRun(null, null);
     }
-    return saveThenNext(next, m, hold, callAgain);
+    return save(next, m, hold, callAgain);
   }
 
   /**
