@@ -341,24 +341,36 @@ public final class GroupCommitter implements AutoCloseable {
   /**
    * Runs the transaction, again (up to 3 times, after a short random pause) when the database
    * broke it off to resolve a deadlock or a serialization conflict with another writer: another
-   * Runway instance on the same PostgreSQL. Returns what the committed transaction's writes asked
-   * to run after its commit (an attempt broken off asked for nothing). The committed attempt's time
+   * Runway instance on the same PostgreSQL. Runs what the committed transaction's writes asked to
+   * run on its commit ({@link Tx#onCommit}) and returns what they asked to run after it (an attempt
+   * broken off asked for nothing). The committed attempt's time
    * is counted in the metrics with its number of {@code writes}.
    */
   private List<Runnable> inTransaction(int writes, Consumer<Tx> body) {
     for (int attempt = 1; ; attempt++) {
       try {
         long started = System.nanoTime();
-        List<Runnable> afterCommit = jdbi.inTransaction(h -> {
-          try (Tx tx = new Tx(h, outbox, metrics)) {
-            body.accept(tx);
-            tx.runBeforeCommit();
-            tx.flush();
-            return tx.afterCommitTasks();
+        Tx[] made = new Tx[1];
+        Tx committed;
+        try {
+          committed = jdbi.inTransaction(h -> {
+            try (Tx tx = new Tx(h, outbox, metrics)) {
+              made[0] = tx;
+              body.accept(tx);
+              tx.runBeforeCommit();
+              tx.flush();
+              return tx;
+            }
+          });
+        } catch (RuntimeException e) {
+          if (made[0] != null) {
+            runAll(made[0].onRollbackTasks());
           }
-        });
+          throw e;
+        }
         metrics.committed(writes, System.nanoTime() - started);
-        return afterCommit;
+        runAll(committed.onCommitTasks());
+        return committed.afterCommitTasks();
       } catch (RuntimeException e) {
         if (attempt == 3 || !SqlErrors.isDeadlock(e)) {
           throw e;

@@ -25,6 +25,8 @@ public final class Tx implements AutoCloseable {
   private final Outbox outbox;
   private final Metrics metrics;
   private final List<Runnable> afterCommit = new ArrayList<>();
+  private final List<Runnable> onCommit = new ArrayList<>();
+  private final List<Runnable> onRollback = new ArrayList<>();
   private final java.util.ArrayDeque<Runnable> beforeCommit = new java.util.ArrayDeque<>();
 
   public Tx(Handle handle) {
@@ -54,6 +56,35 @@ public final class Tx implements AutoCloseable {
    */
   public void afterCommit(Runnable task) {
     afterCommit.add(task);
+  }
+
+  /**
+   * Runs {@code task} on the group commit's thread the moment this transaction has committed, before
+   * the next transaction begins (and before {@link #afterCommit}'s tasks); never if it rolls back.
+   * For counts that the next transaction must see, such as the webhook dispatcher's places leased
+   * by this one: it must be quick, must not block and must not throw.
+   */
+  public void onCommit(Runnable task) {
+    onCommit.add(task);
+  }
+
+  /** What {@link #onCommit} asked for. */
+  List<Runnable> onCommitTasks() {
+    return onCommit;
+  }
+
+  /**
+   * Runs {@code task} on the group commit's thread if this transaction rolls back (or its commit
+   * fails), before the next transaction begins: to give back what {@link #onCommit} would have
+   * kept. It must be quick, must not block and must not throw.
+   */
+  public void onRollback(Runnable task) {
+    onRollback.add(task);
+  }
+
+  /** What {@link #onRollback} asked for. */
+  List<Runnable> onRollbackTasks() {
+    return onRollback;
   }
 
   /** What {@link #afterCommit} asked for, for the group commit to run after the commit. */

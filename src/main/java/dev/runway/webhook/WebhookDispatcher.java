@@ -74,11 +74,15 @@ public final class WebhookDispatcher implements AutoCloseable, WebhookOutbox.Han
   /** Each endpoint's attempts in this instance. */
   private final Map<String, Lane> lanes = new ConcurrentHashMap<>();
   /**
-   * Each workspace's attempts in this instance (in its lanes, and handed over and not yet taken up),
-   * of those that hold any: a workspace holds at most its fair share of webhooks.max_in_flight
-   * (see FairShares), so that one with hundreds of endpoints cannot take every place.
+   * Each workspace's attempts in this instance (in its lanes, handed over and not yet taken up,
+   * leased by the transaction being committed, or being claimed), of those that hold any: a
+   * workspace holds at most its fair share of webhooks.max_in_flight (see FairShares), so that one
+   * with hundreds of endpoints cannot take every place. A place is counted from the moment it is
+   * given, by {@link #lease} on the group commit's thread or by a claim on the dispatcher's, each
+   * deciding under {@link #shares}: neither can give a place that the other gave meanwhile.
    */
   private final Map<String, Integer> heldByWorkspace = new ConcurrentHashMap<>();
+  private final Object shares = new Object();
   private final DeliveryOutcomes outcomes;
   private final EndpointSecrets secrets;
   private final RefusedEndpoints refusedEndpoints = new RefusedEndpoints();
@@ -220,8 +224,8 @@ public final class WebhookDispatcher implements AutoCloseable, WebhookOutbox.Han
         full.add(id);
       }
     });
-    Map<String, Integer> holding = Map.copyOf(heldByWorkspace);
-    Set<String> fullWorkspaces = FairShares.atTheirShare(holding, settings.maxInFlight(), Integer.MAX_VALUE);
+    Set<String> fullWorkspaces = FairShares.atTheirShare(Map.copyOf(heldByWorkspace), settings.maxInFlight(),
+        Integer.MAX_VALUE);
     long started = System.nanoTime();
     boolean lookPast = (!full.isEmpty() || !fullWorkspaces.isEmpty()) && (lookingPast || started - lookPastAt >= 0);
     if (!lookPast && !dueMaybe && started - lastLook < settings.pollInterval().toNanos()) {
@@ -238,30 +242,30 @@ public final class WebhookDispatcher implements AutoCloseable, WebhookOutbox.Han
       lookPastAt = System.nanoTime() + Math.max(lookPastEvery, (System.nanoTime() - started) * LOOK_PAST_SHARE);
       lookingPast = due.size() == room;
     }
-    // No more per endpoint than it has room for, nor per workspace than its fair share.
+    // No more per endpoint than it has room for, nor per workspace than its fair share; the places
+    // taken are the workspaces' from now on (see heldByWorkspace), until claimed or not.
     Map<String, Integer> taken = new HashMap<>();
-    Map<String, Integer> takenByWorkspace = new HashMap<>();
-    int holders = holding.size();
-    List<String> ids = new ArrayList<>();
+    Map<String, String> reserved = new HashMap<>(); // delivery id to workspace
     Map<String, String> lapsed = new HashMap<>();
     int leftBehind = 0;
-    for (DispatchQueries.Due d : due) {
-      int used = lane(d.endpointId(), d.workspaceId()).held();
-      int n = taken.getOrDefault(d.endpointId(), 0) + 1;
-      int ofWorkspace = holding.getOrDefault(d.workspaceId(), 0) + takenByWorkspace.getOrDefault(d.workspaceId(), 0);
-      if (used + n <= perEndpoint
-          && FairShares.mayTakeAnother(settings.maxInFlight(), holders, ofWorkspace, Integer.MAX_VALUE)) {
-        ids.add(d.id());
-        if (d.lapsedOwner() != null && !d.lapsedOwner().startsWith(owner + ":")) {
-          lapsed.put(d.id(), d.lapsedOwner()); // another instance's, whose lease lapsed: dead or paused
+    synchronized (shares) {
+      for (DispatchQueries.Due d : due) {
+        int used = lane(d.endpointId(), d.workspaceId()).held();
+        int n = taken.getOrDefault(d.endpointId(), 0) + 1;
+        if (used + n <= perEndpoint && FairShares.mayTakeAnother(settings.maxInFlight(), heldByWorkspace.size(),
+            heldByWorkspace.getOrDefault(d.workspaceId(), 0), Integer.MAX_VALUE)) {
+          reserved.put(d.id(), d.workspaceId());
+          hold(d.workspaceId(), 1);
+          if (d.lapsedOwner() != null && !d.lapsedOwner().startsWith(owner + ":")) {
+            lapsed.put(d.id(), d.lapsedOwner()); // another instance's, whose lease lapsed: dead or paused
+          }
+          taken.put(d.endpointId(), n);
+        } else {
+          leftBehind++;
         }
-        taken.put(d.endpointId(), n);
-        takenByWorkspace.merge(d.workspaceId(), 1, Integer::sum);
-        holders += ofWorkspace == 0 ? 1 : 0;
-      } else {
-        leftBehind++;
       }
     }
+    List<String> ids = List.copyOf(reserved.keySet());
     boolean fullBatch = due.size() == room;
     if (!due.isEmpty() || lookPast) {
       // Perhaps more: look again at the next round. (A look past the endpoints without room left
@@ -273,6 +277,16 @@ public final class WebhookDispatcher implements AutoCloseable, WebhookOutbox.Han
     if (ids.isEmpty()) {
       return false;
     }
+    try {
+      claimAndSend(ids, lapsed, now);
+    } finally {
+      reserved.values().forEach(ws -> hold(ws, -1)); // held in their lanes now, or not claimed
+    }
+    return fullBatch && (leftBehind == 0 || lookPast);
+  }
+
+  /** Claims the deliveries {@code ids} (those of {@code lapsed} from another instance) and sends those claimed. */
+  private void claimAndSend(List<String> ids, Map<String, String> lapsed, Instant now) {
     String token = owner + ":" + rounds.incrementAndGet();
     // A claimed delivery may wait for a place (see Lane) until the attempts in flight before it have
     // ended, a timeout at most, and then take a timeout itself.
@@ -315,7 +329,6 @@ public final class WebhookDispatcher implements AutoCloseable, WebhookOutbox.Han
         send(lane, attempt);
       }
     }
-    return fullBatch && (leftBehind == 0 || lookPast);
   }
 
   /**
@@ -339,29 +352,39 @@ public final class WebhookDispatcher implements AutoCloseable, WebhookOutbox.Han
         || bytesInFlight.get() + (long) leasedInAll * PAYLOAD_ESTIMATE >= settings.maxBytesInFlight()) {
       return null;
     }
-    // Its fair share, counting every delivery the transaction leased as the workspace's (it is at
-    // most stored due instead, for a claim).
-    Integer mine = heldByWorkspace.get(workspaceId);
-    int ofWorkspace = (mine == null ? 0 : mine) + leasedInAll;
-    int holders = heldByWorkspace.size() + (mine == null && ofWorkspace > 0 ? 1 : 0);
-    if (!FairShares.mayTakeAnother(settings.maxInFlight(), holders, ofWorkspace, Integer.MAX_VALUE)) {
-      return null;
-    }
     Lane lane = lanes.get(endpointId);
     int held = (lane == null ? 0 : lane.held()) + alreadyLeased;
     if (held >= 2 * settings.maxInFlightPerEndpoint()) {
       return null;
     }
+    synchronized (shares) { // its fair share, counting the places this transaction leased it already
+      if (!FairShares.mayTakeAnother(settings.maxInFlight(), heldByWorkspace.size(),
+          heldByWorkspace.getOrDefault(workspaceId, 0), Integer.MAX_VALUE)) {
+        return null;
+      }
+      hold(workspaceId, 1);
+    }
     return new WebhookOutbox.Lease(handedToken, leaseUntil(now));
   }
 
-  /** After the commit that stored them leased (on the thread that tells committers): to be sent at once. */
+  @Override
+  public void giveBack(List<String> workspaceIds) {
+    workspaceIds.forEach(ws -> hold(ws, -1));
+    signal(); // room for a claim
+  }
+
+  /**
+   * The commit that stored them leased is done (on the group commit's thread, before it starts the
+   * next transaction): to be sent at once. Their workspaces' places are held since {@link #lease};
+   * the instance's are counted from now on ({@link #handedCount}).
+   */
   @Override
   public void handOver(List<WebhookOutbox.Handed> deliveries) {
     if (deliveries.isEmpty()) {
       return;
     }
-    if (closing) { // committed as the dispatcher stopped: given back (else their leases expire)
+    if (closing) { // committed as the dispatcher stopped: given back (else their leases expire); one statement, at the stop only
+      deliveries.forEach(d -> hold(d.claimed().workspaceId(), -1));
       try {
         service.jdbi().useHandle(h -> DispatchQueries.release(h.getConnection(),
             deliveries.stream().map(d -> d.claimed().id()).toList(), handedToken));
@@ -370,10 +393,7 @@ public final class WebhookDispatcher implements AutoCloseable, WebhookOutbox.Han
       }
       return;
     }
-    deliveries.forEach(d -> {
-      leases.hold(Leases.DELIVERIES, d.claimed().id(), d.owner());
-      hold(d.claimed().workspaceId(), 1);
-    });
+    deliveries.forEach(d -> leases.hold(Leases.DELIVERIES, d.claimed().id(), d.owner())); // their places are held since lease
     handedCount.addAndGet(deliveries.size());
     bytesInFlight.addAndGet(deliveries.stream().mapToLong(d -> d.claimed().weight()).sum());
     handed.addAll(deliveries);
@@ -385,10 +405,11 @@ public final class WebhookDispatcher implements AutoCloseable, WebhookOutbox.Han
     for (WebhookOutbox.Handed h = handed.poll(); h != null; h = handed.poll()) {
       inFlight.incrementAndGet();
       handedCount.decrementAndGet();
-      hold(h.claimed().workspaceId(), -1); // held in its lane from now on
       Lane lane = lane(h.endpoint().id(), h.claimed().workspaceId());
       Attempt attempt = new Attempt(h.claimed(), h.owner(), h.endpoint());
-      if (lane.startOrWait(attempt, settings.maxInFlightPerEndpoint())) {
+      boolean sendNow = lane.startOrWait(attempt, settings.maxInFlightPerEndpoint());
+      hold(h.claimed().workspaceId(), -1); // held in its lane from now on
+      if (sendNow) {
         send(lane, attempt);
       }
     }

@@ -46,7 +46,7 @@ final class WebhookOutbox implements Outbox {
 
   /**
    * The dispatcher of this instance while it runs: a delivery it has room for is stored already
-   * leased to it, and handed to it once the transaction has committed (see {@link Handoff}).
+   * leased to it, and handed to it as the transaction commits (see {@link Handoff}).
    */
   private volatile Handoff handoff;
 
@@ -63,12 +63,20 @@ final class WebhookOutbox implements Outbox {
     /**
      * The lease to store a new delivery to this endpoint (of this workspace) under, when the
      * dispatcher has room for it besides {@code alreadyLeased} deliveries to the endpoint and
-     * {@code leasedInAll} in all leased so far in the same transaction; null to store it due, for a claim.
+     * {@code leasedInAll} in all leased so far in the same transaction; null to store it due, for a
+     * claim. The place is the workspace's from now on: handed over or given back, below.
      */
     Lease lease(String workspaceId, String endpointId, int alreadyLeased, int leasedInAll, Instant now);
 
-    /** After the commit that stored them: the deliveries stored under the leases it gave. */
+    /**
+     * The deliveries stored under the leases it gave, on the group commit's thread the moment the
+     * commit that stored them is done: before the next transaction asks for a lease, which must
+     * count them. It must not block (but as the dispatcher stops).
+     */
     void handOver(List<Handed> handed);
+
+    /** The leases granted to a transaction that rolled back (the workspace of each): their places are free. */
+    void giveBack(List<String> workspaceIds);
   }
 
   record Lease(String owner, Instant until) {}
@@ -95,7 +103,10 @@ final class WebhookOutbox implements Outbox {
         Handoff to = handoff;
         Handing handing = to == null ? null : tx.local(Handing.class, k -> new Handing(tx, to));
         Lease lease = handing == null || handing.to != to ? null
-            : to.lease(workspaceId, endpoint.id(), handing.leased(endpoint.id()), handing.all.size(), now);
+            : to.lease(workspaceId, endpoint.id(), handing.leased(endpoint.id()), handing.granted.size(), now);
+        if (lease != null) {
+          handing.granted(workspaceId, endpoint.id());
+        }
         String id = storeDelivery(tx, workspaceId, endpoint.id(), eventId, type, now, retryWindow, lease);
         if (lease != null) {
           handing.add(new Handed(new DispatchQueries.Claimed(id, workspaceId, endpoint.id(), eventId, 0,
@@ -105,24 +116,34 @@ final class WebhookOutbox implements Outbox {
     }
   }
 
-  /** The deliveries a transaction stored leased, handed over after its commit. */
+  /**
+   * The leases a transaction was granted and the deliveries it stored under them: handed over as it
+   * commits, given back if it rolls back.
+   */
   private static final class Handing {
     private final Handoff to;
+    /** The workspace of each lease granted. */
+    private final List<String> granted = new ArrayList<>();
     private final List<Handed> all = new ArrayList<>();
     private final Map<String, Integer> perEndpoint = new java.util.HashMap<>();
 
     Handing(Tx tx, Handoff to) {
       this.to = to;
-      tx.afterCommit(() -> to.handOver(all));
+      tx.onCommit(() -> to.handOver(all));
+      tx.onRollback(() -> to.giveBack(granted));
     }
 
     int leased(String endpointId) {
       return perEndpoint.getOrDefault(endpointId, 0);
     }
 
+    void granted(String workspaceId, String endpointId) {
+      granted.add(workspaceId);
+      perEndpoint.merge(endpointId, 1, Integer::sum);
+    }
+
     void add(Handed h) {
       all.add(h);
-      perEndpoint.merge(h.endpoint().id(), 1, Integer::sum);
     }
   }
 

@@ -37,7 +37,8 @@ class GroupCommitterTest {
    * whole batch there. The committer must then commit the others one by one, and fail only the
    * write that added the bad row, with the database's own error. What the writes asked to run after
    * the commit (Tx.afterCommit) runs once for each write committed, before its writer is answered,
-   * and never for the failed one nor for the batch that rolled back.
+   * and never for the failed one nor for the batch that rolled back; so does what they asked to run
+   * on the commit (Tx.onCommit), before that.
    */
   @BothDatabases
   void a_row_that_fails_at_commit_fails_only_its_own_write(Api api) throws Exception {
@@ -48,6 +49,7 @@ class GroupCommitterTest {
 
     List<String> goodIds = new ArrayList<>();
     List<String> afterCommit = new CopyOnWriteArrayList<>();
+    List<String> onCommit = new CopyOnWriteArrayList<>();
     ExecutorService pool = Executors.newFixedThreadPool(17);
     try {
       CountDownLatch queued = new CountDownLatch(1);
@@ -63,7 +65,8 @@ class GroupCommitterTest {
           goodIds.add(e.id());
         }
         writes.add(pool.submit(() -> committer.commit(api.workspace, tx -> {
-          tx.afterCommit(() -> afterCommit.add(e.id()));
+          tx.afterCommit(() -> afterCommit.add(onCommit.contains(e.id()) ? e.id() : "before its onCommit: " + e.id()));
+          tx.onCommit(() -> onCommit.add(e.id()));
           return insert(tx, e);
         })));
       }
@@ -91,6 +94,8 @@ class GroupCommitterTest {
     assertEquals(1, stored.stream().filter(taken.id()::equals).count());
     assertEquals(goodIds.size(), afterCommit.size(), "once per committed write: " + afterCommit);
     assertTrue(afterCommit.containsAll(goodIds));
+    assertEquals(goodIds.size(), onCommit.size(), "once per committed write: " + onCommit);
+    assertTrue(onCommit.containsAll(goodIds));
   }
 
   /**
