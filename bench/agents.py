@@ -21,10 +21,11 @@ config/jvm.options as ./run.sh starts it (RUNWAY_JAVA_OPTS replaces them):
              last parent succeeded), target <= 5 s. On H2, or on the database BENCH_DB_URL names
              (user BENCH_DB_USER; it should be fresh).
 
-  foreach    one workflow run of a foreach over 1,000 items, concurrency 100, each iteration one
-             `http` step whose tool answers after 100 ms; prints start -> succeeded (server clock),
-             target <= 2.5 s (ideal 1 s), and the peak resident memory, target <= 300 MB. H2, or
-             BENCH_DB_URL as for children.
+  foreach    BENCH_FOREACH_RUNS (3) workflow runs one after another in one server, each a foreach over
+             1,000 items, concurrency 100, each iteration one `http` step whose tool answers after
+             100 ms; prints each run's start -> succeeded (server clock) and their median after the
+             first, which pays for the JIT's first compilations, target <= 2.5 s (ideal 1 s), and the
+             peak resident memory, target <= 300 MB. H2, or BENCH_DB_URL as for children.
 
 usage: python3 bench/agents.py [workflows|agents|latency|children|foreach|all]     (default: all)
   RUNWAY_JAR        the jar (default: target/runway.jar; build it with mvn -B -DskipTests package)
@@ -38,6 +39,7 @@ from datetime import datetime, timedelta, timezone
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 JAR = os.environ.get("RUNWAY_JAR") or os.path.join(ROOT, "target", "runway.jar")
+FOREACH_RUNS = int(os.environ.get("BENCH_FOREACH_RUNS", "3"))
 PROJECT = "bench"
 START_THREADS = 32
 
@@ -332,6 +334,17 @@ def wait_finished(runway, ids, timeout_s):
     return [runs.get(i, {"id": i, "status": "unseen"}) for i in ids]
 
 
+def wait_run(runway, run_id, timeout_s):
+    """One run's record once it has finished_at set, or as it is after timeout_s: polled by id every 50 ms,
+    as a caller waiting for its run would (a list filtered by status walks every run newer than it)."""
+    deadline = time.monotonic() + timeout_s
+    run = runway.ok("GET", "/v1/runs/" + run_id)
+    while run.get("finished_at") is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+        run = runway.ok("GET", "/v1/runs/" + run_id)
+    return run
+
+
 def summary(runs):
     """(max(finished_at) - max(created_at) in s or None, succeeded, 'status: count' of the rest)."""
     done = [r for r in runs if r.get("finished_at")]
@@ -550,16 +563,21 @@ def foreach():
             "output": "{{ size(steps.each.output) }}"})
         idle_kb = runway.memory_kb("VmRSS")
         sampler = RssSampler(runway).start()
-        run = runway.ok("POST", "/v1/workflows/fan-out/runs", {"project": PROJECT, "inputs": {"items": list(range(n))}})
-        runs = wait_finished(runway, [run["id"]], 120)
+        took, ok, r = [], True, None
+        for _ in range(FOREACH_RUNS):  # one after another in the same server: the first pays for the JIT
+            run = runway.ok("POST", "/v1/workflows/fan-out/runs", {"project": PROJECT, "inputs": {"items": list(range(n))}})
+            r = wait_run(runway, run["id"], 120)
+            ok = ok and r.get("status") == "succeeded" and r.get("output") == n
+            if not r.get("finished_at") or not ok:
+                break
+            took.append(ts(r["finished_at"]) - ts(r["created_at"]))
         peak_kb, hwm_kb = sampler.stop(), runway.memory_kb("VmHWM")
-        r = runs[0]
-        ok = r.get("status") == "succeeded" and r.get("output") == n
-        took = ts(r["finished_at"]) - ts(r["created_at"]) if r.get("finished_at") else None
-        print("foreach: one run of a foreach over %d items, concurrency 100, tool answers after %g s: start -> succeeded"
-              " %s (target <= 2.5 s: %s); peak VmRSS %.0f MB (%.0f MB before), VmHWM %.0f MB (target <= 300 MB: %s);"
-              " tool calls %d, at most %d at once"
-              % (n, delay, "%.3f s" % took if took is not None else "n/a", verdict(ok and took is not None and took <= 2.5),
+        warm = statistics.median(took[1:]) if len(took) > 1 else None
+        print("foreach: %d runs one after another of a foreach over %d items, concurrency 100, tool answers after %g s:"
+              " start -> succeeded %s, median after the first %s (target <= 2.5 s: %s); peak VmRSS %.0f MB (%.0f MB"
+              " before), VmHWM %.0f MB (target <= 300 MB: %s); tool calls %d, at most %d at once"
+              % (FOREACH_RUNS, n, delay, ", ".join("%.3f s" % t for t in took) or "n/a",
+                 "%.3f s" % warm if warm is not None else "n/a", verdict(ok and warm is not None and warm <= 2.5),
                  peak_kb / 1024, (idle_kb or 0) / 1024, (hwm_kb or 0) / 1024,
                  verdict(max(peak_kb, hwm_kb or 0) / 1024 <= 300), calls.calls, calls.peak))
         if not ok:

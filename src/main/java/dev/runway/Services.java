@@ -11,6 +11,7 @@ import dev.runway.idempotency.IdempotencyStore;
 import dev.runway.metrics.Metrics;
 import dev.runway.quota.Quotas;
 import dev.runway.events.EventReads;
+import dev.runway.run.CallPlaces;
 import dev.runway.run.CrmWriter;
 import dev.runway.run.RunMachines;
 import dev.runway.run.RunService;
@@ -45,7 +46,8 @@ public record Services(Database database, ApiKeyService keys, WorkflowService wo
     CrmService crm = new CrmService(database.jdbi(), database.committer(), runDue, idempotency,
         settings.crm().changesRetention(), metrics, !database.isSingleProcess(), quotas);
     CrmWriter crmSteps = new CrmStepWriter(crm, settings.crm());
-    RunMachines machines = new RunMachines(settings.engine().approvalTimeoutSeconds(), settings.model().allowed(), runDue, crmSteps);
+    RunMachines machines = new RunMachines(settings.engine().approvalTimeoutSeconds(), settings.model().allowed(), runDue, crmSteps,
+        CallPlaces.NONE);
     RunStarts starts = new RunStarts(database.committer(), workflows, agents, idempotency,
         settings.engine().approvalTimeoutSeconds(), runDue, quotas, machines);
     RunService runs = new RunService(database.jdbi(), database.committer(), machines, runDue);

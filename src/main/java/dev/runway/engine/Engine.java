@@ -7,6 +7,7 @@ import dev.runway.db.Slice;
 import dev.runway.db.Tx;
 import dev.runway.instance.Leases;
 import dev.runway.outbound.OutboundHttp;
+import dev.runway.run.CallPlaces;
 import dev.runway.run.CrmWriter;
 import dev.runway.run.Run;
 import dev.runway.run.RunDao;
@@ -76,6 +77,8 @@ public final class Engine implements AutoCloseable {
   private final Thread dispatcher;
   private final Semaphore wakeUp = new Semaphore(0);
   private final AtomicInteger calls = new AtomicInteger();
+  /** Runs handed to this engine by the commits that stored them (see {@link CallPlaces}). */
+  private final java.util.concurrent.atomic.AtomicLong handedOver = new java.util.concurrent.atomic.AtomicLong();
   private final ConcurrentHashMap<String, Integer> callsByWorkspace = new ConcurrentHashMap<>();
   private final CallMemory memory;
   private final RunMachines machines;
@@ -96,7 +99,8 @@ public final class Engine implements AutoCloseable {
       t.setDaemon(true);
       return t;
     });
-    this.machines = new RunMachines(settings.approvalTimeoutSeconds(), modelSettings.allowed(), this::wake, crm);
+    this.machines = new RunMachines(settings.approvalTimeoutSeconds(), modelSettings.allowed(), this::wake, crm,
+        this::takePlace);
     this.steps = new StepRunner(committer, settings,
         new HttpStepCaller(outbound, secrets, settings.maxResponseBytes()), machines, leases, workers);
     // One trusted endpoint serves every model call: it is bounded by the calls in flight, not per host.
@@ -278,6 +282,59 @@ public final class Engine implements AutoCloseable {
   private void startCall(Run run, CallMemory.Reservation room) {
     calls.incrementAndGet();
     callsByWorkspace.merge(run.workspaceId(), 1, Integer::sum);
+    call(run, room);
+  }
+
+  /**
+   * A place for the call of a new run stored in a commit of this process (see {@link CallPlaces}):
+   * taken under the same bounds as a claim's (calls in flight, the workspace's fair share, memory)
+   * and counted at once, so that claims and other takes see it.
+   */
+  private CallPlaces.Place takePlace(Run run) {
+    // Only the group commit's thread takes places, and claims count them once taken.
+    if (!running || run.isAgent() || !leases.live() || calls.get() >= settings.maxCallsInFlight()
+        || !FairShares.mayTakeAnother(settings.maxCallsInFlight(), callsByWorkspace.size(),
+            callsByWorkspace.getOrDefault(run.workspaceId(), 0), settings.maxCallsInFlightPerWorkspace())) {
+      return null;
+    }
+    CallMemory.Reservation room = memory.reserve(run.workspaceId(), steps.weight(run));
+    if (room == null) {
+      return null;
+    }
+    calls.incrementAndGet();
+    callsByWorkspace.merge(run.workspaceId(), 1, Integer::sum);
+    Instant until = leases.until(Time.now());
+    return new CallPlaces.Place() {
+      @Override
+      public String owner() {
+        return owner;
+      }
+
+      @Override
+      public Instant until() {
+        return until;
+      }
+
+      @Override
+      public void start(Run stored) {
+        if (running) {
+          handedOver.incrementAndGet();
+          call(stored, room);
+        } else {
+          giveBack(); // stopping: the run is handed back with the instance's other work
+        }
+      }
+
+      @Override
+      public void giveBack() {
+        room.release();
+        callEnded(run.workspaceId());
+      }
+    };
+  }
+
+  /** Sends the call of a run this instance holds a place for (see {@link #startCall}). */
+  private void call(Run run, CallMemory.Reservation room) {
     Leases.Hold hold = leases.hold(Leases.RUNS, run.id(), owner);
     held.add(hold);
     heldRuns.add(run.id());
@@ -290,10 +347,15 @@ public final class Engine implements AutoCloseable {
         // No longer renewed, the lease lapses and the run is taken up again then.
         LOG.warn("engine failed on run {}: {}", run.id(), failure.toString());
       }
-      callsByWorkspace.computeIfPresent(run.workspaceId(), (ws, n) -> n <= 1 ? null : n - 1);
-      calls.decrementAndGet();
-      wakeUp.release();
+      callEnded(run.workspaceId());
     });
+  }
+
+  /** A call of the workspace ended (or its place was given back): its place is free. */
+  private void callEnded(String workspaceId) {
+    callsByWorkspace.computeIfPresent(workspaceId, (ws, n) -> n <= 1 ? null : n - 1);
+    calls.decrementAndGet();
+    wakeUp.release();
   }
 
   private RunAdvancer runnerOf(Run run) {
@@ -303,6 +365,11 @@ public final class Engine implements AutoCloseable {
   /** Calls in flight now (for tests and operators). */
   public int callsInFlight() {
     return calls.get();
+  }
+
+  /** Runs whose calls this engine took from the commits that stored them, with no claim (for tests and operators). */
+  public long handedOver() {
+    return handedOver.get();
   }
 
   /** The memory the calls in flight hold now, as reserved (for tests and operators). */

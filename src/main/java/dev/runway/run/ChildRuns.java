@@ -34,13 +34,16 @@ final class ChildRuns {
   private final long approvalTimeoutSeconds;
   private final AllowedModels allowedModels;
   private final Runnable runDue;
+  private final CallPlaces places;
 
   /**
    * Approval gates of a child without a time-out of their own get {@code approvalTimeoutSeconds};
    * child agent runs may ask only for {@code allowedModels}; {@code runDue} wakes the engine.
    */
-  ChildRuns(RunMachines machines, long approvalTimeoutSeconds, AllowedModels allowedModels, Runnable runDue) {
+  ChildRuns(RunMachines machines, long approvalTimeoutSeconds, AllowedModels allowedModels, Runnable runDue,
+      CallPlaces places) {
     this.machines = machines;
+    this.places = places;
     this.approvalTimeoutSeconds = approvalTimeoutSeconds;
     this.allowedModels = allowedModels;
     this.runDue = runDue;
@@ -177,10 +180,20 @@ final class ChildRuns {
     WorkflowRunMachine cm = machines.workflow(run, run.createdAt());
     boolean due = cm.start(parent.id(), broken, approvalTimeoutSeconds, events);
     Run stored = cm.toRun(null, null);
+    CallPlaces.Place place = due ? places.take(stored) : null;
+    if (place != null) { // stored leased, its attempt started, as a claim would (see CallPlaces)
+      int before = cm.events().size();
+      cm.startAttempt();
+      events.addAll(cm.events().subList(before, cm.events().size()));
+      stored = cm.toRun(place.owner(), place.until());
+      Run leased = stored;
+      tx.onRollback(place::giveBack);
+      tx.afterCommit(() -> place.start(leased));
+    }
     RunDao.insert(tx, stored);
     RunEvents.store(tx, stored, events);
     afterInsert(tx, cm, stored);
-    if (due) {
+    if (due && place == null) {
       tx.afterCommit(runDue);
     }
   }

@@ -21,10 +21,12 @@ public final class RunMachines {
    * Machines whose moves start, cancel and settle child runs in their commits: child approval gates
    * without a time-out of their own get {@code approvalTimeoutSeconds}; child agent runs may ask only
    * for the models {@code allowedModels} names; {@code runDue} is told when such a commit made a run
-   * due now; crm steps write their records through {@code crm}.
+   * due now; crm steps write their records through {@code crm}. A child run stored standing at a due
+   * call goes to an engine of this process through {@code places} when it has room.
    */
-  public RunMachines(long approvalTimeoutSeconds, AllowedModels allowedModels, Runnable runDue, CrmWriter crm) {
-    this.children = new ChildRuns(this, approvalTimeoutSeconds, allowedModels, runDue);
+  public RunMachines(long approvalTimeoutSeconds, AllowedModels allowedModels, Runnable runDue, CrmWriter crm,
+      CallPlaces places) {
+    this.children = new ChildRuns(this, approvalTimeoutSeconds, allowedModels, runDue, places);
     this.crmSteps = new CrmSteps(crm, this, approvalTimeoutSeconds, runDue);
   }
 

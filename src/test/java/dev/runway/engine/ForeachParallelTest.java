@@ -110,6 +110,9 @@ class ForeachParallelTest {
         tool.calls("/slow").forEach(c -> keys.add(c.idempotencyKey()));
         assertEquals(1001, keys.size(), "each iteration's call once per key");
         assertEquals(1001, tool.calls("/slow").size());
+        // The iterations after the first wave (which the start's commit stores) are stored leased to
+        // the engine, their attempts started, in the commits of the ends that make room for them.
+        assertTrue(engine.handedOver() >= 500, "iterations handed to the engine with no claim: " + engine.handedOver());
       });
     }
   }
