@@ -11,6 +11,7 @@ import dev.runway.instance.InstanceDao;
 import dev.runway.instance.InstanceStatistics;
 import dev.runway.instance.Leases;
 import dev.runway.metrics.Metrics;
+import dev.runway.run.CallPlaces;
 import dev.runway.trigger.TriggerProcessor;
 import dev.runway.webhook.WebhookDispatcher;
 import dev.runway.workflow.WorkflowFiles;
@@ -119,7 +120,11 @@ public final class Runway implements AutoCloseable {
         processor.wake();
       }
     };
-    Services services = Services.over(database, settings, metrics, wake);
+    CallPlaces places = run -> {
+      Engine started = engine.get();
+      return started == null ? null : started.places().take(run);
+    };
+    Services services = Services.over(database, settings, metrics, wake, places);
     InFlightLimit inFlight = InFlightLimit.untilReady(settings.maxInFlight(), settings.maxInFlightPerKey());
     AtomicBoolean failed = new AtomicBoolean();
     CompletableFuture<Javalin> http = CompletableFuture.supplyAsync(() -> {

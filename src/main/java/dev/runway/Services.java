@@ -38,6 +38,15 @@ public record Services(Database database, ApiKeyService keys, WorkflowService wo
    * counted in {@code metrics}, the same the database counts its group commit in.
    */
   public static Services over(Database database, ServerSettings settings, Metrics metrics, Runnable runDue) {
+    return over(database, settings, metrics, runDue, CallPlaces.NONE);
+  }
+
+  /**
+   * As {@link #over(Database, ServerSettings, Metrics, Runnable)}; a run that a start or a parent
+   * stores standing at a due call goes to this process's engine through {@code places} when it has room.
+   */
+  public static Services over(Database database, ServerSettings settings, Metrics metrics, Runnable runDue,
+      CallPlaces places) {
     Quotas quotas = new Quotas(settings.quotas(), !settings.isH2());
     WorkflowService workflows = new WorkflowService(database.jdbi(), quotas, settings.model().allowed());
     AgentService agents = new AgentService(database.jdbi(), settings.model().allowed(),
@@ -47,7 +56,7 @@ public record Services(Database database, ApiKeyService keys, WorkflowService wo
         settings.crm().changesRetention(), metrics, !database.isSingleProcess(), quotas);
     CrmWriter crmSteps = new CrmStepWriter(crm, settings.crm());
     RunMachines machines = new RunMachines(settings.engine().approvalTimeoutSeconds(), settings.model().allowed(), runDue, crmSteps,
-        CallPlaces.NONE);
+        places);
     RunStarts starts = new RunStarts(database.committer(), workflows, agents, idempotency,
         settings.engine().approvalTimeoutSeconds(), runDue, quotas, machines);
     RunService runs = new RunService(database.jdbi(), database.committer(), machines, runDue);

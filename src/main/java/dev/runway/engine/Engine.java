@@ -16,7 +16,6 @@ import dev.runway.run.RunMachines;
 import dev.runway.secret.SecretSource;
 import java.time.Instant;
 import java.util.ArrayList;
-import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
@@ -39,7 +38,9 @@ import org.slf4j.LoggerFactory;
  * calls go out without holding a thread; what comes back is taken up by a few worker threads. The
  * lease is this instance's ({@link Leases}): renewed by its heartbeat while the call is out, however
  * long; a crashed instance's leases lapse (or are handed back at once when its liveness lock shows
- * it gone) and other instances take over.
+ * it gone) and other instances take over. A run that a commit of this process stores standing at a
+ * due call comes to the engine in that commit, with no claim, when the engine has a place for it
+ * (see {@link #places}).
  *
  * <p>Calls in flight are bounded per instance ({@code engine.max_calls_in_flight}) and per workspace
  * ({@code engine.max_calls_in_flight_per_workspace}): a workspace whose tools hang holds at most its
@@ -77,7 +78,7 @@ public final class Engine implements AutoCloseable {
   private final Thread dispatcher;
   private final Semaphore wakeUp = new Semaphore(0);
   private final AtomicInteger calls = new AtomicInteger();
-  /** Runs handed to this engine by the commits that stored them (see {@link CallPlaces}). */
+  /** Runs handed to this engine by the commits that stored them (see {@link #places}). */
   private final java.util.concurrent.atomic.AtomicLong handedOver = new java.util.concurrent.atomic.AtomicLong();
   private final ConcurrentHashMap<String, Integer> callsByWorkspace = new ConcurrentHashMap<>();
   private final CallMemory memory;
@@ -196,9 +197,6 @@ public final class Engine implements AutoCloseable {
     List<Claim> claims = new ArrayList<>();
     List<CallMemory.Reservation> rooms = new ArrayList<>();
     List<String> lapsedOwners = new ArrayList<>();
-    Map<String, Integer> takenNow = new HashMap<>();
-    int callsLeft = free;
-    int holders = holding.size();
     for (Run run : due) {
       if (heldRuns.contains(run.id())) {
         continue; // its lease lapsed (a stall) but its call is still out here: no second call beside it
@@ -206,20 +204,10 @@ public final class Engine implements AutoCloseable {
       Claim claim = claim(run, now);
       CallMemory.Reservation room = null;
       if (claim.call()) {
-        int share = holding.getOrDefault(run.workspaceId(), 0) + takenNow.getOrDefault(run.workspaceId(), 0);
-        if (callsLeft == 0 || !FairShares.mayTakeAnother(settings.maxCallsInFlight(), holders, share,
-            settings.maxCallsInFlightPerWorkspace())) {
-          continue; // no place for its call now: the run stays due for a later round
-        }
-        room = memory.reserve(run.workspaceId(), runnerOf(run).weight(claim.save()));
+        room = takeCall(run.workspaceId(), runnerOf(run).weight(claim.save()));
         if (room == null) {
-          continue; // no memory for its call now: likewise
+          continue; // no place or no memory for its call now: the run stays due for a later round
         }
-        callsLeft--;
-        if (share == 0) {
-          holders++;
-        }
-        takenNow.merge(run.workspaceId(), 1, Integer::sum);
       }
       claims.add(claim);
       rooms.add(room);
@@ -238,9 +226,9 @@ public final class Engine implements AutoCloseable {
         leases.tookOver(Leases.RUNS, 1);
       }
       if (won && claims.get(i).call()) {
-        startCall(claims.get(i).save(), rooms.get(i));
+        call(claims.get(i).save(), rooms.get(i));
       } else if (rooms.get(i) != null) {
-        rooms.get(i).release();
+        giveBack(claims.get(i).save().workspaceId(), rooms.get(i));
       }
     }
     // As many read as asked for, and something moved: more may be due at once.
@@ -276,33 +264,49 @@ public final class Engine implements AutoCloseable {
   }
 
   /**
-   * Sends the run's call; it holds a place in flight (its workspace's too) and its room in memory
-   * until the run waits or ends.
+   * A place for a call of the workspace, with {@code weight} of memory, if the engine has one now:
+   * within its calls in flight, the workspace's fair share of them (see {@link FairShares}) and of
+   * the memory. The place is counted from now on (claims and the commits that hand runs over, see
+   * {@link #places}, decide on one count), until the call ends ({@link #call}) or it is given back.
    */
-  private void startCall(Run run, CallMemory.Reservation room) {
-    calls.incrementAndGet();
-    callsByWorkspace.merge(run.workspaceId(), 1, Integer::sum);
-    call(run, room);
+  private CallMemory.Reservation takeCall(String workspaceId, long weight) {
+    synchronized (callsByWorkspace) {
+      if (calls.get() >= settings.maxCallsInFlight() || !FairShares.mayTakeAnother(settings.maxCallsInFlight(),
+          callsByWorkspace.size(), callsByWorkspace.getOrDefault(workspaceId, 0), settings.maxCallsInFlightPerWorkspace())) {
+        return null;
+      }
+      CallMemory.Reservation room = memory.reserve(workspaceId, weight);
+      if (room != null) {
+        calls.incrementAndGet();
+        callsByWorkspace.merge(workspaceId, 1, Integer::sum);
+      }
+      return room;
+    }
+  }
+
+  /** A place taken by {@link #takeCall} whose call will not be made: free again. */
+  private void giveBack(String workspaceId, CallMemory.Reservation room) {
+    room.release();
+    callEnded(workspaceId);
   }
 
   /**
-   * A place for the call of a new run stored in a commit of this process (see {@link CallPlaces}):
-   * taken under the same bounds as a claim's (calls in flight, the workspace's fair share, memory)
-   * and counted at once, so that claims and other takes see it.
+   * Where the commits of this process hand this engine the runs they store standing at a due call
+   * (see {@link CallPlaces}): the services' run starts and child runs, and this engine's own.
    */
+  public CallPlaces places() {
+    return this::takePlace;
+  }
+
+  /** A place for the call of a new run stored in a commit of this process (see {@link CallPlaces}). */
   private CallPlaces.Place takePlace(Run run) {
-    // Only the group commit's thread takes places, and claims count them once taken.
-    if (!running || run.isAgent() || !leases.live() || calls.get() >= settings.maxCallsInFlight()
-        || !FairShares.mayTakeAnother(settings.maxCallsInFlight(), callsByWorkspace.size(),
-            callsByWorkspace.getOrDefault(run.workspaceId(), 0), settings.maxCallsInFlightPerWorkspace())) {
+    if (!running || run.isAgent() || !leases.live()) {
       return null;
     }
-    CallMemory.Reservation room = memory.reserve(run.workspaceId(), steps.weight(run));
+    CallMemory.Reservation room = takeCall(run.workspaceId(), steps.weight(run));
     if (room == null) {
       return null;
     }
-    calls.incrementAndGet();
-    callsByWorkspace.merge(run.workspaceId(), 1, Integer::sum);
     Instant until = leases.until(Time.now());
     return new CallPlaces.Place() {
       @Override
@@ -327,13 +331,15 @@ public final class Engine implements AutoCloseable {
 
       @Override
       public void giveBack() {
-        room.release();
-        callEnded(run.workspaceId());
+        Engine.this.giveBack(run.workspaceId(), room);
       }
     };
   }
 
-  /** Sends the call of a run this instance holds a place for (see {@link #startCall}). */
+  /**
+   * Sends the run's call, for which this instance took a place ({@link #takeCall}); the call holds it
+   * (its workspace's too) and its room in memory until the run waits or ends.
+   */
   private void call(Run run, CallMemory.Reservation room) {
     Leases.Hold hold = leases.hold(Leases.RUNS, run.id(), owner);
     held.add(hold);

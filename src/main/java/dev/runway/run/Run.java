@@ -68,6 +68,13 @@ public record Run(
         leaseUntil, version + 1, output, parentRunId);
   }
 
+  /** This run leased to {@code leaseOwner} until {@code leaseUntil}. */
+  public Run withLease(String leaseOwner, Instant leaseUntil) {
+    return new Run(id, workspaceId, kind, workflowId, agentId, project, status, requiresApproval, inputs, createdAt,
+        updatedAt, finishedAt, approval, error, definition, steps, currentStep, dueAt, leaseOwner, leaseUntil, version,
+        output, parentRunId);
+  }
+
   /** This run with {@code output} (JSON text) as its output. */
   public Run withOutput(String output) {
     return new Run(id, workspaceId, kind, workflowId, agentId, project, status, requiresApproval, inputs, createdAt,

@@ -12,6 +12,7 @@ import java.time.Instant;
 public final class RunMachines {
   private final ChildRuns children;
   private final CrmSteps crmSteps;
+  private final CallPlaces places;
   private final WeighedCache<String, WorkflowRunMachine.Definition> workflows =
       new WeighedCache<>(3_000_000, (text, definition) -> 3L * text.length());
   private final WeighedCache<String, AgentRunMachine.Definition> agents =
@@ -26,6 +27,7 @@ public final class RunMachines {
    */
   public RunMachines(long approvalTimeoutSeconds, AllowedModels allowedModels, Runnable runDue, CrmWriter crm,
       CallPlaces places) {
+    this.places = places;
     this.children = new ChildRuns(this, approvalTimeoutSeconds, allowedModels, runDue, places);
     this.crmSteps = new CrmSteps(crm, this, approvalTimeoutSeconds, runDue);
   }
@@ -36,6 +38,10 @@ public final class RunMachines {
 
   CrmSteps crmSteps() {
     return crmSteps;
+  }
+
+  CallPlaces places() {
+    return places;
   }
 
   /**

@@ -109,8 +109,10 @@ public final class RunStarts {
     Firsts firsts = firstMoves.get();
     quotas.takeRunStart(caller.workspaceId());
     String body = Json.string(RunView.of(firsts.started()));
-    return committer.submit(caller.workspaceId(), tx -> insert(tx, firsts)).thenApply(stored -> {
-      firsts.wakeEngine(runDue);
+    return committer.submit(caller.workspaceId(), tx -> insert(tx, firsts)).thenApply(claimDue -> {
+      if (claimDue) {
+        runDue.run();
+      }
       return new Started(200, body, false);
     });
   }
@@ -128,8 +130,9 @@ public final class RunStarts {
     quotas.takeRunStart(caller.workspaceId()); // a replay above is no new start
     Run run = firsts.started();
     String body = Json.string(RunView.of(run));
+    boolean claimDue;
     try {
-      committer.commit(caller.workspaceId(), tx -> {
+      claimDue = committer.commit(caller.workspaceId(), tx -> {
         // The key's row goes in with the run: a concurrent twin fails on it (or waits for it), then replays.
         idempotency.store(tx, caller, idempotencyKey, requestHash, new IdempotencyStore.Stored(200, body),
             run.createdAt());
@@ -139,7 +142,9 @@ public final class RunStarts {
       IdempotencyStore.Stored twin = idempotency.afterFailure(e, caller, idempotencyKey, requestHash);
       return new Started(twin.status(), twin.body(), true);
     }
-    firsts.wakeEngine(runDue);
+    if (claimDue) {
+      runDue.run();
+    }
     return new Started(200, body, false);
   }
 
@@ -177,7 +182,7 @@ public final class RunStarts {
    * that also marks what asked for it as done (a queued trigger request), so both commit or neither
    * does; a second start with the same id fails on the run's primary key. {@code actor} is named by
    * its start event; the run nests {@code depth} deep (1, or more for a run a crm step's change
-   * triggered). Returns whether the engine has work for it at once: then call
+   * triggered). Returns whether the engine has work for it at once that it must claim: then call
    * {@link #runsBecameDue} after the commit.
    */
   public boolean startInTransaction(Tx tx, String runId, Workflow workflow, String project, ObjectNode inputs,
@@ -185,8 +190,7 @@ public final class RunStarts {
     WorkflowTemplate template = depth <= 1 ? template(workflow) : WorkflowTemplate.of(workflow, depth);
     Firsts firsts = firstMoves(newRun(runId, template, workflow, project, inputs), actor,
         template.violation(inputs));
-    insert(tx, firsts);
-    return firsts.callDue();
+    return insert(tx, firsts);
   }
 
   /** Tells the engine (and the trigger processor) that runs started by {@link #startInTransaction}, or requested, have work due now. */
@@ -210,13 +214,7 @@ public final class RunStarts {
    * on as far as it goes without waiting, with its events and first messages.
    */
   private record Firsts(Run started, Run run, List<Event> events, List<RunMessage> messages, boolean callDue,
-      RunMachine machine) {
-    void wakeEngine(Runnable runDue) {
-      if (callDue) {
-        runDue.run();
-      }
-    }
-  }
+      RunMachine machine, Attempting attempting) {}
 
   /**
    * The moves a new run makes at once (finish a run without steps, stop at an approval gate, start
@@ -233,8 +231,22 @@ public final class RunStarts {
     List<Event> events = new ArrayList<>();
     WorkflowRunMachine machine = machines.workflow(run, run.createdAt());
     boolean callDue = machine.start(actor, broken, approvalTimeoutSeconds, events);
-    return new Firsts(run, machine.toRun(null, null), events, List.of(), callDue, machine);
+    Run stored = machine.toRun(null, null);
+    Attempting attempting = null;
+    if (callDue) {
+      int before = machine.events().size();
+      machine.startAttempt();
+      attempting = new Attempting(machine.toRun(null, null), List.copyOf(machine.events().subList(before,
+          machine.events().size())));
+    }
+    return new Firsts(run, stored, events, List.of(), callDue, machine, attempting);
   }
+
+  /**
+   * A new run that stands at its first http call as stored when the engine of this process takes
+   * it in the run's commit (see {@link CallPlaces}): its attempt started, with that move's events.
+   */
+  private record Attempting(Run run, List<Event> events) {}
 
   /**
    * A new agent run: the agent as it is now, the model it asks for (the request's, or the agent's),
@@ -261,7 +273,7 @@ public final class RunStarts {
     machine.begin(request.input());
     boolean callDue = machine.moveUntilWaiting(approvalTimeoutSeconds, 1) != AgentRunMachine.Next.NOTHING;
     events.addAll(machine.events());
-    return new Firsts(run, machine.toRun(null, null), events, machine.messages(), callDue, machine);
+    return new Firsts(run, machine.toRun(null, null), events, machine.messages(), callDue, machine, null);
   }
 
   /** An agent's definition, parsed (its schemas checked) once per version of the agent. */
@@ -279,12 +291,28 @@ public final class RunStarts {
   private record ParsedAgent(String source, AgentDefinition definition) {}
 
   /** Stores the new run with its events and messages, and the child runs its first moves started. */
-  private Run insert(Tx tx, Firsts firsts) {
-    RunDao.insert(tx, firsts.run());
-    RunEvents.store(tx, firsts.run(), firsts.events());
+  /**
+   * Stores the new run; one that stands at an http call goes to the engine of this process with
+   * its attempt started when the engine has a place for it (see {@link CallPlaces}), else it is
+   * stored due, for a claim. Returns whether it waits for a claim: then wake the engine after the commit.
+   */
+  private boolean insert(Tx tx, Firsts firsts) {
+    Run stored = firsts.run();
+    List<Event> events = firsts.events();
+    CallPlaces.Place place = firsts.attempting() == null ? null : machines.places().take(stored);
+    if (place != null) {
+      stored = firsts.attempting().run().withLease(place.owner(), place.until());
+      events = new ArrayList<>(events);
+      events.addAll(firsts.attempting().events());
+      Run leased = stored;
+      tx.onRollback(place::giveBack);
+      tx.afterCommit(() -> place.start(leased));
+    }
+    RunDao.insert(tx, stored);
+    RunEvents.store(tx, stored, events);
     RunMessageDao.insert(tx, firsts.messages());
-    machines.children().afterInsert(tx, firsts.machine(), firsts.run());
-    return firsts.run();
+    machines.children().afterInsert(tx, firsts.machine(), stored);
+    return firsts.callDue() && place == null;
   }
 
   private static String requestHash(StartRequest request) {

@@ -188,6 +188,8 @@ class EngineTest {
         assertEquals(Json.tree("{\"done\":true}"), steps.get(1).get("output"));
         assertEquals(1, steps.get(0).get("attempts").size());
         assertEquals(201, steps.get(1).get("attempts").get(0).get("http_status").asInt());
+        // Stored leased to the engine with its first attempt started, in the start's commit: no claim.
+        assertEquals(1, engine.handedOver(), "the run went to the engine in the commit that stored it");
       });
     }
   }

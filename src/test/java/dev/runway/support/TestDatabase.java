@@ -49,7 +49,11 @@ public enum TestDatabase {
       // Metrics kept, as a server keeps them: every API test's requests and writes are counted.
       Metrics metrics = Metrics.prometheus();
       Database database = Database.open(server.database(), metrics);
-      opened = new Opened(settings, server, Services.over(database, server, metrics, this::wakeEngine));
+      opened = new Opened(settings, server, Services.over(database, server, metrics, this::wakeEngine,
+          run -> {
+            Engine current = engine;
+            return current == null ? null : current.places().take(run);
+          }));
       TempFiles.first(database::close); // before its files and schema go
     }
     return opened;
