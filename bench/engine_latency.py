@@ -11,6 +11,7 @@ sends {"n": "{{ inputs.n }}"}, each next one {"n": "{{ steps['step-<i-1>'].outpu
 bench checks that the last step's output is {"n": STEPS}.
 
 usage: python3 bench/engine_latency.py [N=100] [STEPS=1]     (after ./run.sh or mvn package built the jar)
+  RUNWAY_JAR  the jar (default: target/runway.jar), to compare two builds side by side
 """
 import http.server, json, os, socket, statistics, subprocess, sys, tempfile, threading, time, urllib.request
 from datetime import datetime
@@ -18,7 +19,7 @@ from datetime import datetime
 N = int(sys.argv[1]) if len(sys.argv) > 1 else 100
 STEPS = int(sys.argv[2]) if len(sys.argv) > 2 else 1
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-JAR = os.path.join(ROOT, "target", "runway.jar")
+JAR = os.environ.get("RUNWAY_JAR") or os.path.join(ROOT, "target", "runway.jar")
 
 
 class Tool(http.server.BaseHTTPRequestHandler):
