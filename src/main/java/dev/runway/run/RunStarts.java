@@ -290,11 +290,11 @@ public final class RunStarts {
 
   private record ParsedAgent(String source, AgentDefinition definition) {}
 
-  /** Stores the new run with its events and messages, and the child runs its first moves started. */
   /**
-   * Stores the new run; one that stands at an http call goes to the engine of this process with
-   * its attempt started when the engine has a place for it (see {@link CallPlaces}), else it is
-   * stored due, for a claim. Returns whether it waits for a claim: then wake the engine after the commit.
+   * Stores the new run with its events and messages, and the child runs its first moves started.
+   * A run that stands at an http call goes to the engine of this process with its attempt started
+   * when the engine has a place for it (see {@link CallPlaces}), else it is stored due, for a claim.
+   * Returns whether it waits for a claim: then wake the engine after the commit.
    */
   private boolean insert(Tx tx, Firsts firsts) {
     Run stored = firsts.run();
