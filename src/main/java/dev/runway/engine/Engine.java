@@ -27,6 +27,7 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Function;
 import org.jdbi.v3.core.Jdbi;
 import org.slf4j.Logger;
@@ -79,10 +80,11 @@ public final class Engine implements AutoCloseable {
   private final Semaphore wakeUp = new Semaphore(0);
   private final AtomicInteger calls = new AtomicInteger();
   /** Runs handed to this engine by the commits that stored them (see {@link #places}). */
-  private final java.util.concurrent.atomic.AtomicLong handedOver = new java.util.concurrent.atomic.AtomicLong();
+  private final AtomicLong handedOver = new AtomicLong();
   private final ConcurrentHashMap<String, Integer> callsByWorkspace = new ConcurrentHashMap<>();
   private final CallMemory memory;
   private final RunMachines machines;
+  private final CallPlaces places = this::takePlace;
   private volatile boolean running = true;
 
   private Engine(Jdbi jdbi, GroupCommitter committer, EngineSettings settings, SecretSource secrets, CrmWriter crm,
@@ -101,7 +103,7 @@ public final class Engine implements AutoCloseable {
       return t;
     });
     this.machines = new RunMachines(settings.approvalTimeoutSeconds(), modelSettings.allowed(), this::wake, crm,
-        this::takePlace);
+        places);
     this.steps = new StepRunner(committer, settings,
         new HttpStepCaller(outbound, secrets, settings.maxResponseBytes()), machines, leases, workers);
     // One trusted endpoint serves every model call: it is bounded by the calls in flight, not per host.
@@ -295,7 +297,7 @@ public final class Engine implements AutoCloseable {
    * (see {@link CallPlaces}): the services' run starts and child runs, and this engine's own.
    */
   public CallPlaces places() {
-    return this::takePlace;
+    return places;
   }
 
   /** A place for the call of a new run stored in a commit of this process (see {@link CallPlaces}). */

@@ -1,5 +1,6 @@
 package dev.runway.run;
 
+import dev.runway.db.Tx;
 import java.time.Instant;
 
 /**
@@ -32,5 +33,16 @@ public interface CallPlaces {
 
     /** The transaction rolled back: the place is free again. */
     void giveBack();
+
+    /**
+     * {@code attempting} (the new run with its attempt started) as {@code tx} is to store it: leased
+     * under this place, its call started once {@code tx} commits, the place given back if it rolls back.
+     */
+    default Run leaseIn(Tx tx, Run attempting) {
+      Run leased = attempting.withLease(owner(), until());
+      tx.onRollback(this::giveBack);
+      tx.afterCommit(() -> start(leased));
+      return leased;
+    }
   }
 }

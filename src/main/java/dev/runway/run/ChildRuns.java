@@ -185,10 +185,7 @@ final class ChildRuns {
       int before = cm.events().size();
       cm.startAttempt();
       events.addAll(cm.events().subList(before, cm.events().size()));
-      stored = cm.toRun(place.owner(), place.until());
-      Run leased = stored;
-      tx.onRollback(place::giveBack);
-      tx.afterCommit(() -> place.start(leased));
+      stored = place.leaseIn(tx, cm.toRun(null, null));
     }
     RunDao.insert(tx, stored);
     RunEvents.store(tx, stored, events);

@@ -301,12 +301,9 @@ public final class RunStarts {
     List<Event> events = firsts.events();
     CallPlaces.Place place = firsts.attempting() == null ? null : machines.places().take(stored);
     if (place != null) {
-      stored = firsts.attempting().run().withLease(place.owner(), place.until());
+      stored = place.leaseIn(tx, firsts.attempting().run());
       events = new ArrayList<>(events);
       events.addAll(firsts.attempting().events());
-      Run leased = stored;
-      tx.onRollback(place::giveBack);
-      tx.afterCommit(() -> place.start(leased));
     }
     RunDao.insert(tx, stored);
     RunEvents.store(tx, stored, events);

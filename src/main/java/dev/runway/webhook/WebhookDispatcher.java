@@ -278,7 +278,7 @@ public final class WebhookDispatcher implements AutoCloseable, WebhookOutbox.Han
       return false;
     }
     try {
-      claimAndSend(ids, lapsed, now);
+      claimAndStart(ids, lapsed, now);
     } finally {
       reserved.values().forEach(ws -> hold(ws, -1)); // held in their lanes now, or not claimed
     }
@@ -286,7 +286,7 @@ public final class WebhookDispatcher implements AutoCloseable, WebhookOutbox.Han
   }
 
   /** Claims the deliveries {@code ids} (those of {@code lapsed} from another instance) and sends those claimed. */
-  private void claimAndSend(List<String> ids, Map<String, String> lapsed, Instant now) {
+  private void claimAndStart(List<String> ids, Map<String, String> lapsed, Instant now) {
     String token = owner + ":" + rounds.incrementAndGet();
     // A claimed delivery may wait for a place (see Lane) until the attempts in flight before it have
     // ended, a timeout at most, and then take a timeout itself.

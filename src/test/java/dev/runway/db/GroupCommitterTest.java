@@ -38,7 +38,9 @@ class GroupCommitterTest {
    * write that added the bad row, with the database's own error. What the writes asked to run after
    * the commit (Tx.afterCommit) runs once for each write committed, before its writer is answered,
    * and never for the failed one nor for the batch that rolled back; so does what they asked to run
-   * on the commit (Tx.onCommit), before that.
+   * on the commit (Tx.onCommit), before that. What they asked to run on a rollback (Tx.onRollback)
+   * runs for each write of a batch that rolled back (the failed write's and those batched with it),
+   * and for the failed write alone.
    */
   @BothDatabases
   void a_row_that_fails_at_commit_fails_only_its_own_write(Api api) throws Exception {
@@ -50,6 +52,7 @@ class GroupCommitterTest {
     List<String> goodIds = new ArrayList<>();
     List<String> afterCommit = new CopyOnWriteArrayList<>();
     List<String> onCommit = new CopyOnWriteArrayList<>();
+    List<String> onRollback = new CopyOnWriteArrayList<>();
     ExecutorService pool = Executors.newFixedThreadPool(17);
     try {
       CountDownLatch queued = new CountDownLatch(1);
@@ -67,6 +70,7 @@ class GroupCommitterTest {
         writes.add(pool.submit(() -> committer.commit(api.workspace, tx -> {
           tx.afterCommit(() -> afterCommit.add(onCommit.contains(e.id()) ? e.id() : "before its onCommit: " + e.id()));
           tx.onCommit(() -> onCommit.add(e.id()));
+          tx.onRollback(() -> onRollback.add(e.id()));
           return insert(tx, e);
         })));
       }
@@ -96,6 +100,13 @@ class GroupCommitterTest {
     assertTrue(afterCommit.containsAll(goodIds));
     assertEquals(goodIds.size(), onCommit.size(), "once per committed write: " + onCommit);
     assertTrue(onCommit.containsAll(goodIds));
+    long failedRollbacks = onRollback.stream().filter(taken.id()::equals).count();
+    assertTrue(failedRollbacks == 1 || failedRollbacks == 2, "alone, and with its batch if it had one: " + onRollback);
+    long batchedRollbacks = onRollback.size() - failedRollbacks;
+    assertEquals(failedRollbacks == 2, batchedRollbacks > 0, "its batch-mates rolled back with it: " + onRollback);
+    for (String id : goodIds) {
+      assertTrue(onRollback.stream().filter(id::equals).count() <= 1, "only with the failed batch: " + onRollback);
+    }
   }
 
   /**
