@@ -5,7 +5,7 @@ Five scenarios, each on a Runway of its own (a fresh H2 file database in a temp 
 agent files off, request log off, per-key rate limit off, steps may call 127.0.0.1), started with
 config/jvm.options as ./run.sh starts it (RUNWAY_JAVA_OPTS replaces them):
 
-  workflows  200 runs of one `http` step whose tool (a local Python server) answers after 1 s,
+  workflows  200 runs of one `http` step whose tool (bench/Tool.java) answers after 1 s,
              started at once from 32 threads; prints max(finished_at) - max(created_at) of the
              runs (the server's own clock: last start to last end), target <= 3 s.
   agents     1,000 agent runs (agent `bench`: no tools) whose model, a fake OpenAI Chat
@@ -30,6 +30,8 @@ config/jvm.options as ./run.sh starts it (RUNWAY_JAVA_OPTS replaces them):
 usage: python3 bench/agents.py [workflows|agents|latency|children|foreach|all]     (default: all)
   RUNWAY_JAR        the jar (default: target/runway.jar; build it with mvn -B -DskipTests package)
   RUNWAY_JAVA_OPTS  JVM options instead of config/jvm.options
+  BENCH_TOOL        python: the `http` steps' tool is a Python server in this process instead of
+                    bench/Tool.java in a JVM of its own (the Python tool costs CPU of its own)
 Exit status 1 when a scenario could not run (its reason on stderr) or not every run succeeded; a
 target not met is printed as MISSED.
 """
@@ -103,7 +105,14 @@ class Counter:
 
 
 def tool_server(delay_s):
-    """An `http` step's tool: any path, POST or GET, answers 200 {"ok":true} after delay_s."""
+    """An `http` step's tool: any path, POST or GET, answers 200 {"ok":true} after delay_s.
+
+    bench/Tool.java in a JVM of its own unless BENCH_TOOL=python: a Python tool costs the machine's
+    two cores a good share of what Runway itself spends on 1,000 calls, and shares this
+    interpreter's lock with the client that polls."""
+    if os.environ.get("BENCH_TOOL", "java") == "java":
+        tool = JavaTool(delay_s)
+        return tool, tool
     counter = Counter()
 
     class Tool(Handler):
@@ -141,6 +150,34 @@ def model_server(delay_s):
                                   "usage": {"prompt_tokens": 10, "completion_tokens": 2, "total_tokens": 12}})
 
     return start_server(Model), counter
+
+
+class JavaTool:
+    """bench/Tool.java started with single-file source launch; looks like a server and a Counter."""
+
+    def __init__(self, delay_s):
+        self.process = subprocess.Popen(["java", os.path.join(ROOT, "bench", "Tool.java"), "0",
+                                         str(int(delay_s * 1000))], stdout=subprocess.PIPE, text=True)
+        self.server_address = ("127.0.0.1", int(self.process.stdout.readline()))
+
+    def stats(self):
+        with urllib.request.urlopen("http://127.0.0.1:%d/_stats" % self.server_address[1], timeout=10) as r:
+            return json.loads(r.read())
+
+    @property
+    def calls(self):
+        return self.stats()["calls"]
+
+    @property
+    def peak(self):
+        return self.stats()["peak"]
+
+    def shutdown(self):
+        self.process.terminate()
+        self.process.wait(10)
+
+    def server_close(self):
+        pass
 
 
 def start_server(handler):

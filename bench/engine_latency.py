@@ -12,6 +12,8 @@ bench checks that the last step's output is {"n": STEPS}.
 
 usage: python3 bench/engine_latency.py [N=100] [STEPS=1]     (after ./run.sh or mvn package built the jar)
   RUNWAY_JAR  the jar (default: target/runway.jar), to compare two builds side by side
+  BENCH_TOOL  python: the tool is a Python server in this process instead of bench/Tool.java in a
+              JVM of its own (the Python tool shares this interpreter's lock with the polling client)
 """
 import http.server, json, os, socket, statistics, subprocess, sys, tempfile, threading, time, urllib.request
 from datetime import datetime
@@ -57,8 +59,14 @@ def ts(text):
 def main():
     if not os.path.exists(JAR):
         sys.exit("no %s: run ./run.sh --help or mvn -B -DskipTests package first" % JAR)
-    tool = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Tool)
-    threading.Thread(target=tool.serve_forever, daemon=True).start()
+    if os.environ.get("BENCH_TOOL", "java") == "java":
+        tool_process = subprocess.Popen(["java", os.path.join(ROOT, "bench", "Tool.java")], stdout=subprocess.PIPE, text=True)
+        tool_port = int(tool_process.stdout.readline())
+        stop_tool = tool_process.terminate
+    else:
+        tool = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Tool)
+        threading.Thread(target=tool.serve_forever, daemon=True).start()
+        tool_port, stop_tool = tool.server_address[1], tool.shutdown
     work = tempfile.mkdtemp(prefix="runway-bench-")
     port = free_port()
     env = dict(os.environ, RUNWAY_HTTP_PORT=str(port), RUNWAY_WORKFLOWS_DIR="", RUNWAY_HTTP_REQUEST_LOG="false",
@@ -76,7 +84,7 @@ def main():
                 break
             except Exception:
                 time.sleep(0.1)
-        url = "http://127.0.0.1:%d/tool" % tool.server_address[1]
+        url = "http://127.0.0.1:%d/tool" % tool_port
         if STEPS == 1:
             steps = [{"type": "http", "url": url}]
         else:
@@ -100,7 +108,7 @@ def main():
     finally:
         server.terminate()
         server.wait(20)
-        tool.shutdown()
+        stop_tool()
 
 
 def run_once(base, key):
