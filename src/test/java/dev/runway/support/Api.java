@@ -122,13 +122,15 @@ public final class Api {
 
   /**
    * Like {@link #test}, on services of its own with some settings changed (loopback receivers
-   * allowed, quick retries first) and a webhook dispatcher running beside the app.
+   * allowed, quick retries first, attempts in flight handed back at once at the end) and a webhook
+   * dispatcher running beside the app.
    */
   public void testWebhooks(java.util.function.UnaryOperator<dev.runway.config.Settings> change, HttpTest body) {
     dev.runway.ServerSettings server = dev.runway.ServerSettings.from(change.apply(opened.settings()
         .with("engine.http.allow_private_networks", "true")
         .with("webhooks.retry_base_ms", "50")
-        .with("webhooks.poll_interval_ms", "50")));
+        .with("webhooks.poll_interval_ms", "50")
+        .with("shutdown.grace_seconds", "0")));
     Services own = Services.over(services().database(), server, () -> { });
     try (dev.runway.instance.Heartbeat heartbeat = database.heartbeat(own.database().jdbi(), server.engine().lease());
          dev.runway.webhook.WebhookDispatcher dispatcher = dev.runway.webhook.WebhookDispatcher.start(own.webhooks(),
@@ -142,7 +144,8 @@ public final class Api {
     dev.runway.ServerSettings server = dev.runway.ServerSettings.from(change.apply(opened.settings()
         .with("engine.http.allow_private_networks", "true")
         .with("webhooks.retry_base_ms", "50")
-        .with("webhooks.poll_interval_ms", "50")));
+        .with("webhooks.poll_interval_ms", "50")
+        .with("shutdown.grace_seconds", "0")));
     Services own = Services.over(services().database(), server, () -> { });
     try (dev.runway.instance.Heartbeat heartbeat = database.heartbeat(own.database().jdbi(), server.engine().lease());
          dev.runway.webhook.WebhookDispatcher dispatcher = dev.runway.webhook.WebhookDispatcher.start(own.webhooks(),

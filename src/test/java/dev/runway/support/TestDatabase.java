@@ -62,8 +62,9 @@ public enum TestDatabase {
   /**
    * Starts an engine on this database for one test (close it at the end). API tests run without
    * one, so runs stay where their start left them (a run that calls a tool stays running); engine
-   * tests call this. Tool servers of the tests
-   * listen on loopback, so private networks are allowed; retries are quick.
+   * tests call this. Tool servers of the tests listen on loopback, so private networks are allowed;
+   * retries are quick; its close hands back calls still in flight at once (no shutdown grace: a test
+   * that leaves a call hanging would otherwise wait 10 s for it).
    */
   public Engine startEngine() {
     return startEngine(s -> s);
@@ -75,7 +76,8 @@ public enum TestDatabase {
     Settings settings = change.apply(db.settings()
         .with("engine.http.allow_private_networks", "true")
         .with("engine.retry_base_ms", "20")
-        .with("engine.poll_interval_ms", "50"));
+        .with("engine.poll_interval_ms", "50")
+        .with("shutdown.grace_seconds", "0"));
     EngineSettings engineSettings = EngineSettings.from(settings);
     Heartbeat heartbeat = heartbeat(db.services().database().jdbi(), engineSettings.lease());
     Engine started = Engine.start(db.services().database().jdbi(), db.services().database().committer(),
