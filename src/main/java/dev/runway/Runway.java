@@ -12,6 +12,7 @@ import dev.runway.instance.InstanceStatistics;
 import dev.runway.instance.Leases;
 import dev.runway.metrics.Metrics;
 import dev.runway.run.CallPlaces;
+import dev.runway.trigger.Scheduler;
 import dev.runway.trigger.TriggerProcessor;
 import dev.runway.webhook.WebhookDispatcher;
 import dev.runway.workflow.WorkflowFiles;
@@ -54,14 +55,15 @@ public final class Runway implements AutoCloseable {
   private final Engine engine;
   private final WebhookDispatcher webhooks;
   private final TriggerProcessor triggers;
+  private final Scheduler schedules;
   private final ScheduledExecutorService housekeeping;
   private final Heartbeat heartbeat;
   private final String firstAdminKey;
   private final String firstSetupCode;
 
   private Runway(Services services, Javalin app, InFlightLimit inFlight, Duration shutdownGrace, Engine engine,
-      TriggerProcessor triggers, WebhookDispatcher webhooks, ScheduledExecutorService housekeeping,
-      Heartbeat heartbeat, String firstAdminKey, String firstSetupCode) {
+      TriggerProcessor triggers, Scheduler schedules, WebhookDispatcher webhooks,
+      ScheduledExecutorService housekeeping, Heartbeat heartbeat, String firstAdminKey, String firstSetupCode) {
     this.heartbeat = heartbeat;
     this.services = services;
     this.app = app;
@@ -69,6 +71,7 @@ public final class Runway implements AutoCloseable {
     this.shutdownGrace = shutdownGrace;
     this.engine = engine;
     this.triggers = triggers;
+    this.schedules = schedules;
     this.webhooks = webhooks;
     this.housekeeping = housekeeping;
     this.firstAdminKey = firstAdminKey;
@@ -108,6 +111,7 @@ public final class Runway implements AutoCloseable {
   private static Runway start(ServerSettings settings, Database database, Metrics metrics) {
     AtomicReference<Engine> engine = new AtomicReference<>();
     AtomicReference<TriggerProcessor> triggers = new AtomicReference<>();
+    Scheduler schedules = null;
     WebhookDispatcher webhooks = null;
     Heartbeat heartbeat = null;
     Runnable wake = () -> {
@@ -148,6 +152,9 @@ public final class Runway implements AutoCloseable {
         // Runs that CRM changes queued are made by the instances that run the engine.
         triggers.set(TriggerProcessor.start(database.jdbi(), database.committer(), services.starts(),
             settings.engine().pollInterval(), leases));
+        // And so are the runs of workflow schedules (each time one run, whichever instance fires it).
+        schedules = Scheduler.start(database.jdbi(), database.committer(), services.starts(),
+            settings.engine().pollInterval());
       }
       if (settings.webhooks().enabled()) {
         webhooks = WebhookDispatcher.start(services.webhooks(), database.isSingleProcess(), leases);
@@ -174,8 +181,8 @@ public final class Runway implements AutoCloseable {
       });
       housekeeping.scheduleWithFixedDelay(() -> sweep(services), 1, 10, TimeUnit.MINUTES);
       inFlight.ready();
-      return new Runway(services, app, inFlight, settings.shutdownGrace(), engine.get(), triggers.get(), webhooks,
-          housekeeping, heartbeat, adminKey, setupCode);
+      return new Runway(services, app, inFlight, settings.shutdownGrace(), engine.get(), triggers.get(), schedules,
+          webhooks, housekeeping, heartbeat, adminKey, setupCode);
     } catch (RuntimeException e) {
       failed.set(true);
       try {
@@ -185,6 +192,9 @@ public final class Runway implements AutoCloseable {
       }
       if (triggers.get() != null) {
         triggers.get().close();
+      }
+      if (schedules != null) {
+        schedules.close();
       }
       if (engine.get() != null) {
         engine.get().close();
@@ -288,6 +298,9 @@ public final class Runway implements AutoCloseable {
     app.stop();
     if (triggers != null) {
       triggers.close();
+    }
+    if (schedules != null) {
+      schedules.close();
     }
     // The engine's calls and the webhook attempts in flight finish side by side, within one grace.
     CompletableFuture<Void> webhooksStopped = webhooks == null ? CompletableFuture.completedFuture(null)

@@ -297,6 +297,11 @@ public abstract class RunMachine {
     return event(run, "run.started", actor, null, null, Map.of("status", run.status()), run.createdAt());
   }
 
+  /** An event of the run as a whole (no step) at {@code at}. */
+  static Event event(Run run, String type, String actor, Map<String, ?> data, Instant at) {
+    return event(run, type, actor, null, null, data, at);
+  }
+
   protected void record(String type, String actor, Integer step, Integer attempt, Map<String, ?> data) {
     events.add(event(base, type, actor, step, attempt, data, now));
   }

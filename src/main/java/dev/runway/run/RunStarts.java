@@ -23,6 +23,7 @@ import dev.runway.workflow.WorkflowService;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.function.Supplier;
@@ -192,6 +193,25 @@ public final class RunStarts {
         template.violation(inputs));
     return insert(tx, firsts);
   }
+
+  /**
+   * Starts run {@code runId} of {@code workflow} in {@code tx} for trigger {@code triggerIndex}, a
+   * schedule, at its time {@code scheduledAt}, as {@link #startInTransaction} does; its timeline
+   * begins with {@code schedule.fired} and its events name {@value #SCHEDULE_ACTOR} as their actor.
+   * Returns whether it has work due now.
+   */
+  public boolean startScheduled(Tx tx, String runId, Workflow workflow, String project, ObjectNode inputs,
+      int triggerIndex, Instant scheduledAt) {
+    WorkflowTemplate template = template(workflow);
+    Run run = newRun(runId, template, workflow, project, inputs);
+    Firsts firsts = firstMoves(run, SCHEDULE_ACTOR, template.violation(inputs));
+    firsts.events().add(0, RunMachine.event(run, "schedule.fired", SCHEDULE_ACTOR, Map.of("trigger", triggerIndex,
+        "scheduled_at", Json.TIME.format(scheduledAt)), run.createdAt()));
+    return insert(tx, firsts);
+  }
+
+  /** The actor of the runs that schedules start, and of their events. */
+  public static final String SCHEDULE_ACTOR = "schedule";
 
   /** Tells the engine (and the trigger processor) that runs started by {@link #startInTransaction}, or requested, have work due now. */
   public void runsBecameDue() {

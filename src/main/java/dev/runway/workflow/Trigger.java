@@ -14,11 +14,14 @@ import java.util.Set;
 /**
  * What starts a workflow besides a caller: {@code {"crm": "contacts", "on": ["created", "updated"],
  * "project": "crm"}} starts one run for each such change of a contacts record, in the change's commit.
- * {@code project} (default {@value #DEFAULT_PROJECT}) is the project of those runs.
+ * {@code project} (default {@value #DEFAULT_PROJECT}) is the project of those runs. The other kind
+ * of trigger is a {@link Schedule}.
  */
 public record Trigger(String objectType, boolean onCreated, boolean onUpdated, boolean onDeleted, String project) {
   public static final String DEFAULT_PROJECT = "crm";
   public static final int MAX_TRIGGERS = 20;
+  /** The most characters the triggers may take as JSON (the column holds 65,536). */
+  static final int MAX_JSON_CHARS = 60_000;
   private static final Set<String> FIELDS = Set.of("crm", "on", "project");
   private static final List<String> CHANGES = List.of("created", "updated", "deleted");
 
@@ -32,19 +35,31 @@ public record Trigger(String objectType, boolean onCreated, boolean onUpdated, b
     };
   }
 
-  /** Checks a definition's {@code triggers} array; each fault is a 400 naming {@code triggers[i].field}. */
-  public static List<Trigger> parseAll(JsonNode triggers) {
+  /**
+   * Checks a definition's {@code triggers} array of CRM triggers and schedules ({@link Schedule});
+   * each fault is a 400 naming {@code triggers[i].field}.
+   */
+  public static Triggers parseAll(JsonNode triggers) {
     if (triggers.size() > MAX_TRIGGERS) {
       throw DomainException.invalid("triggers", "a workflow may have at most " + MAX_TRIGGERS + " triggers");
     }
     List<Trigger> parsed = new ArrayList<>();
+    List<Schedule> schedules = new ArrayList<>();
+    ArrayNode json = Json.MAPPER.createArrayNode();
     Set<String> types = new HashSet<>();
     for (int i = 0; i < triggers.size(); i++) {
       String at = "triggers[" + i + "]";
       JsonNode node = triggers.get(i);
       if (!node.isObject()) {
         throw DomainException.invalid(at, at
-            + " must be an object such as {\"crm\": \"contacts\", \"on\": [\"created\"]}");
+            + " must be an object such as {\"crm\": \"contacts\", \"on\": [\"created\"]} or {\"schedule\": "
+            + "{\"cron\": \"0 9 * * MON-FRI\", \"timezone\": \"Europe/Paris\"}}");
+      }
+      if (node.has("schedule")) {
+        Schedule schedule = Schedule.parse(i, (ObjectNode) node, at);
+        schedules.add(schedule);
+        json.add(schedule.toJson());
+        continue;
       }
       JsonFields fields = JsonFields.of((ObjectNode) node, FIELDS, at + ".");
       String type = fields.requiredSlug("crm");
@@ -54,9 +69,16 @@ public record Trigger(String objectType, boolean onCreated, boolean onUpdated, b
       }
       Set<String> on = changes(node.get("on"), at + ".on");
       String project = node.hasNonNull("project") ? fields.requiredSlug("project") : DEFAULT_PROJECT;
-      parsed.add(new Trigger(type, on.contains("created"), on.contains("updated"), on.contains("deleted"), project));
+      Trigger trigger = new Trigger(type, on.contains("created"), on.contains("updated"), on.contains("deleted"), project);
+      parsed.add(trigger);
+      json.add(trigger.toJson());
     }
-    return parsed;
+    String text = Json.string(json);
+    if (text.length() > MAX_JSON_CHARS) {
+      throw DomainException.invalid("triggers", "the triggers take " + text.length() + " characters as JSON, more "
+          + "than the " + MAX_JSON_CHARS + " a workflow may have (a schedule's inputs count)");
+    }
+    return new Triggers(parsed, schedules, text);
   }
 
   private static Set<String> changes(JsonNode on, String at) {
@@ -76,15 +98,19 @@ public record Trigger(String objectType, boolean onCreated, boolean onUpdated, b
     return changes;
   }
 
-  /** The triggers as stored and shown: complete, with their project. */
-  public static String toJson(List<Trigger> triggers) {
-    ArrayNode array = Json.MAPPER.createArrayNode();
-    for (Trigger t : triggers) {
-      ObjectNode node = array.addObject().put("crm", t.objectType());
-      ArrayNode on = node.putArray("on");
-      CHANGES.stream().filter(t::startsOn).forEach(on::add);
-      node.put("project", t.project());
-    }
-    return Json.string(array);
+  /** The trigger as stored and shown: complete, with its project. */
+  private ObjectNode toJson() {
+    ObjectNode node = Json.MAPPER.createObjectNode().put("crm", objectType);
+    ArrayNode on = node.putArray("on");
+    CHANGES.stream().filter(this::startsOn).forEach(on::add);
+    return node.put("project", project);
+  }
+
+  /**
+   * A workflow's triggers: those on CRM changes and the schedules, and all of them in their order
+   * as stored and shown ({@code json}).
+   */
+  public record Triggers(List<Trigger> crm, List<Schedule> schedules, String json) {
+    public static final Triggers NONE = new Triggers(List.of(), List.of(), "[]");
   }
 }

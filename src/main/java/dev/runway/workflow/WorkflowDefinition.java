@@ -13,12 +13,12 @@ import java.util.Set;
 /**
  * What a caller (or a file under config/workflows) gives for a workflow, checked field by field.
  * {@code steps} keeps the caller's JSON as given; {@code parsedSteps} is what the engine runs;
- * {@code triggers} say which CRM record changes start a run; {@code inputsSchema} (JSON Schema,
+ * {@code triggers} say which CRM record changes and schedules start a run; {@code inputsSchema} (JSON Schema,
  * or null) is what a start's inputs must meet; {@code output} (JSON with expressions, or null)
  * makes a finished run's output.
  */
 public record WorkflowDefinition(String name, String description, boolean requiresApproval, JsonNode steps,
-    List<Step> parsedSteps, List<Trigger> triggers, JsonNode inputsSchema, JsonNode output) {
+    List<Step> parsedSteps, Trigger.Triggers triggers, JsonNode inputsSchema, JsonNode output) {
   private static final Set<String> FIELDS =
       Set.of("name", "description", "requires_approval", "steps", "triggers", "inputs_schema", "output");
 

@@ -31,12 +31,12 @@ public final class WorkflowRoutes {
     caller.requireWholeWorkspace("workflows");
     WorkflowDefinition definition = WorkflowDefinition.parse(id, bodies.requiredObject(ctx));
     WorkflowService.Saved saved = workflows.put(caller, id, definition);
-    Responses.json(ctx, saved.created() ? 201 : 200, WorkflowView.of(saved.workflow()));
+    Responses.json(ctx, saved.created() ? 201 : 200, workflows.view(saved.workflow()));
   }
 
   public void get(Context ctx) {
     String id = PathParams.slug(ctx, "id");
-    Responses.json(ctx, 200, WorkflowView.of(workflows.get(AuthHandler.principal(ctx).workspaceId(), id)));
+    Responses.json(ctx, 200, workflows.view(workflows.get(AuthHandler.principal(ctx).workspaceId(), id)));
   }
 
   public void list(Context ctx) {
@@ -52,6 +52,6 @@ public final class WorkflowRoutes {
     String id = PathParams.slug(ctx, "id");
     Principal caller = AuthHandler.principal(ctx);
     caller.requireWholeWorkspace("workflows");
-    Responses.json(ctx, 200, WorkflowView.of(workflows.archive(caller.workspaceId(), id)));
+    Responses.json(ctx, 200, workflows.view(workflows.archive(caller.workspaceId(), id)));
   }
 }

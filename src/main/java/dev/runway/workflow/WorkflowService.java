@@ -15,8 +15,10 @@ import dev.runway.secret.SecretUse;
 import java.time.Instant;
 import dev.runway.core.Json;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
+import java.util.Map;
 import java.util.Objects;
 import java.util.Set;
 import java.util.Optional;
@@ -105,7 +107,7 @@ public final class WorkflowService {
       refuseCycles(dao, workspaceId, id, definition.parsedSteps());
       Optional<Workflow> existing = dao.findForUpdate(workspaceId, id);
       Workflow workflow = new Workflow(workspaceId, id, definition.name(), definition.description(),
-          definition.requiresApproval(), definition.stepsJson(), Trigger.toJson(definition.triggers()),
+          definition.requiresApproval(), definition.stepsJson(), definition.triggers().json(),
           existing.map(Workflow::createdAt).orElse(now), now, null,
           WorkflowDefinition.jsonOrNull(definition.inputsSchema()), WorkflowDefinition.jsonOrNull(definition.output()));
       if (existing.isPresent() && sameDefinition(existing.get(), workflow)) {
@@ -120,9 +122,41 @@ public final class WorkflowService {
         dao.update(workflow);
       }
       dao.deleteTriggers(workspaceId, id);
-      definition.triggers().forEach(t -> dao.insertTrigger(workspaceId, id, t));
+      definition.triggers().crm().forEach(t -> dao.insertTrigger(workspaceId, id, t));
+      storeSchedules(h.attach(ScheduleDao.class), workspaceId, id, definition.triggers().schedules(), now);
       return new Saved(workflow, existing.isEmpty());
     });
+  }
+
+  /**
+   * Stores the workflow's schedules beside it: one left as it was keeps its next time (a put that
+   * changes something else moves no schedule), a new or changed one gets its first time after
+   * {@code now}, and a removed one goes.
+   */
+  private static void storeSchedules(ScheduleDao dao, String workspaceId, String id, List<Schedule> schedules,
+      Instant now) {
+    Map<Integer, ScheduleDao.Row> stored = new HashMap<>();
+    dao.of(workspaceId, id).forEach(row -> stored.put(row.triggerIndex(), row));
+    for (Schedule schedule : schedules) {
+      String spec = Json.string(schedule.toJson());
+      ScheduleDao.Row old = stored.remove(schedule.position());
+      if (old != null && old.spec().equals(spec)) {
+        continue;
+      }
+      if (old != null) {
+        dao.delete(workspaceId, id, schedule.position());
+      }
+      dao.insert(new ScheduleDao.Row(workspaceId, id, schedule.position(), spec, schedule.next(now), null, null));
+    }
+    stored.keySet().forEach(index -> dao.delete(workspaceId, id, index));
+  }
+
+  /** The workflow as the API shows it, with its schedules' next times. */
+  public WorkflowView view(Workflow workflow) {
+    List<ScheduleDao.Row> schedules = workflow.triggers().contains("\"schedule\"")
+        ? jdbi.withExtension(ScheduleDao.class, dao -> dao.of(workflow.workspaceId(), workflow.id()))
+        : List.of();
+    return WorkflowView.of(workflow, schedules);
   }
 
   /**
@@ -216,6 +250,7 @@ public final class WorkflowService {
     Workflow archived = jdbi.inTransaction(h -> {
       WorkflowDao dao = h.attach(WorkflowDao.class);
       dao.archive(workspaceId, id, Time.now());
+      h.attach(ScheduleDao.class).deleteAll(workspaceId, id); // an archived workflow is not scheduled
       return dao.find(workspaceId, id).orElseThrow(() -> notFound(workspaceId, id));
     });
     active.remove(workspaceId + "/" + id);

@@ -1,9 +1,11 @@
 package dev.runway.workflow;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.runway.core.Json;
 import dev.runway.secret.SecretReferences;
 import java.time.Instant;
+import java.util.List;
 
 /** A workflow as the API shows it. */
 public record WorkflowView(
@@ -23,6 +25,26 @@ public record WorkflowView(
     return new WorkflowView(w.id(), w.name(), w.description(), w.requiresApproval(), masked(Json.tree(w.steps())),
         Json.tree(w.triggers()), w.createdAt(), w.updatedAt(), w.archivedAt(), tree(w.inputsSchema()),
         tree(w.output()));
+  }
+
+  /**
+   * The workflow with each schedule's {@code next_run_at} from its stored row ({@code schedules});
+   * null for a schedule without one (the workflow is archived).
+   */
+  public static WorkflowView of(Workflow w, List<ScheduleDao.Row> schedules) {
+    WorkflowView view = of(w);
+    for (int i = 0; i < view.triggers().size(); i++) {
+      JsonNode trigger = view.triggers().get(i);
+      if (trigger.has("schedule")) {
+        ((ObjectNode) trigger).putNull("next_run_at");
+      }
+    }
+    for (ScheduleDao.Row row : schedules) {
+      if (view.triggers().get(row.triggerIndex()) instanceof ObjectNode trigger && trigger.has("schedule")) {
+        trigger.put("next_run_at", Json.TIME.format(row.nextRunAt()));
+      }
+    }
+    return view;
   }
 
   private static JsonNode tree(String json) {

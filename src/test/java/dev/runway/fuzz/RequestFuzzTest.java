@@ -101,7 +101,7 @@ class RequestFuzzTest {
     JsonNode stored = Json.tree(Json.string(definition.steps()));
     ObjectNode again = Json.MAPPER.createObjectNode();
     again.set("steps", stored);
-    again.set("triggers", Json.tree(dev.runway.workflow.Trigger.toJson(definition.triggers())));
+    again.set("triggers", Json.tree(definition.triggers().json()));
     WorkflowDefinition reread = WorkflowDefinition.parse(WORKFLOW_ID, again);
     assertEquals(definition.parsedSteps(), reread.parsedSteps());
     assertEquals(definition.triggers(), reread.triggers());
