@@ -15,13 +15,18 @@ import dev.runway.workflow.WorkflowDao;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
+import java.util.Collections;
+import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.stream.Collectors;
 import org.jdbi.v3.core.Jdbi;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -46,10 +51,12 @@ public final class Scheduler implements AutoCloseable {
   /** Schedules read per round at most, and fired per commit at most. */
   private static final int ROUND = 1_000;
   private static final int PER_COMMIT = 50;
+  private static final int MAX_PARSED = 10_000;
 
   private final Jdbi jdbi;
   private final GroupCommitter committer;
   private final RunStarts runs;
+  private final Map<String, Schedule> parsed = new ConcurrentHashMap<>();
   private final Duration pollInterval;
   private final AtomicLong fired = new AtomicLong();
   private final Semaphore stop = new Semaphore(0);
@@ -65,7 +72,10 @@ public final class Scheduler implements AutoCloseable {
     thread.setDaemon(true);
   }
 
-  /** Starts firing the schedules that are due, looking every {@code pollInterval}. */
+  /**
+   * Starts firing the schedules that are due: it wakes at the earliest next time, and looks at least
+   * every {@code pollInterval} (for schedules put meanwhile).
+   */
   public static Scheduler start(Jdbi jdbi, GroupCommitter committer, RunStarts runs, Duration pollInterval) {
     Scheduler scheduler = new Scheduler(jdbi, committer, runs, pollInterval);
     scheduler.thread.start();
@@ -88,7 +98,9 @@ public final class Scheduler implements AutoCloseable {
     while (running) {
       try {
         if (round(Time.now()) < ROUND) {
-          stop.tryAcquire(pollInterval.toMillis(), TimeUnit.MILLISECONDS);
+          Instant earliest = jdbi.withExtension(ScheduleDao.class, ScheduleDao::earliest).orElse(Time.LATEST);
+          long ms = Math.min(pollInterval.toMillis(), Duration.between(Time.now(), earliest).toMillis());
+          stop.tryAcquire(Math.max(ms, 1), TimeUnit.MILLISECONDS);
         }
       } catch (InterruptedException e) {
         return;
@@ -102,24 +114,47 @@ public final class Scheduler implements AutoCloseable {
   }
 
   /**
-   * Fires the schedules due at {@code now} (up to {@value #ROUND}), a commit per workspace and
-   * {@value #PER_COMMIT} schedules; returns how many were due.
+   * Fires the schedules due at {@code now} (up to {@value #ROUND}), in writes of one workspace's
+   * schedules, {@value #PER_COMMIT} at most, that the group commit joins; returns how many were due.
    */
   public int round(Instant now) {
     List<ScheduleDao.Row> due = jdbi.withExtension(ScheduleDao.class, dao -> dao.due(now, ROUND));
-    Map<String, List<ScheduleDao.Row>> byWorkspace = new LinkedHashMap<>();
-    due.forEach(row -> byWorkspace.computeIfAbsent(row.workspaceId(), k -> new ArrayList<>()).add(row));
-    boolean callsDue = false;
-    for (Map.Entry<String, List<ScheduleDao.Row>> e : byWorkspace.entrySet()) {
-      List<ScheduleDao.Row> rows = e.getValue();
-      for (int from = 0; from < rows.size(); from += PER_COMMIT) {
-        List<ScheduleDao.Row> batch = rows.subList(from, Math.min(rows.size(), from + PER_COMMIT));
-        try {
-          callsDue |= committer.commit(e.getKey(), tx -> fire(tx, batch, now));
-        } catch (RuntimeException ex) {
-          // One workspace's failure (its commit refused, say) does not stop the others' schedules.
-          LOG.warn("could not fire schedules of workspace {}: {}", e.getKey(), ex.getMessage());
+    Map<String, List<ScheduleDao.Row>> rowsByWorkspace = new LinkedHashMap<>();
+    due.forEach(row -> rowsByWorkspace.computeIfAbsent(row.workspaceId(), k -> new ArrayList<>()).add(row));
+    // Workspaces in an order of this round's own: instances that read the same due schedules start
+    // on different workspaces (on PostgreSQL, commits that write one workspace wait for each other).
+    List<String> order = new ArrayList<>(rowsByWorkspace.keySet());
+    Collections.shuffle(order);
+    Map<String, List<Firing>> byWorkspace = new LinkedHashMap<>();
+    order.forEach(ws -> {
+      List<ScheduleDao.Row> rows = rowsByWorkspace.get(ws);
+      // One read of the workspace's workflows: a put that changes a schedule changes its row, and an
+      // archive removes it, so the move in the commit finds neither if the workflow changed so.
+      Map<String, Workflow> active = new HashMap<>();
+      jdbi.withExtension(WorkflowDao.class, dao -> dao.findAll(ws, rows.stream().map(ScheduleDao.Row::workflowId)
+          .collect(Collectors.toSet()))).stream().filter(w -> !w.archived()).forEach(w -> active.put(w.id(), w));
+      byWorkspace.put(ws, rows.stream().map(row -> firing(row, active.get(row.workflowId()), now)).toList());
+    });
+    // Submitted side by side, so that the group commit takes many batches in one transaction.
+    Map<CompletableFuture<Boolean>, String> pending = new LinkedHashMap<>();
+    try {
+      for (Map.Entry<String, List<Firing>> e : byWorkspace.entrySet()) {
+        List<Firing> firings = e.getValue();
+        for (int from = 0; from < firings.size(); from += PER_COMMIT) {
+          List<Firing> batch = firings.subList(from, Math.min(firings.size(), from + PER_COMMIT));
+          pending.put(committer.submit(e.getKey(), tx -> fire(tx, batch)), e.getKey());
         }
+      }
+    } catch (RuntimeException e) { // too many writes wait: the rest are due still, for the next round
+      LOG.warn("could not fire all the schedules due: {}", e.getMessage());
+    }
+    boolean callsDue = false;
+    for (Map.Entry<CompletableFuture<Boolean>, String> p : pending.entrySet()) {
+      try {
+        callsDue |= p.getKey().join();
+      } catch (CompletionException e) {
+        // One workspace's failure (its commit refused, say) does not stop the others' schedules.
+        LOG.warn("could not fire schedules of workspace {}: {}", p.getValue(), e.getCause().getMessage());
       }
     }
     if (callsDue) {
@@ -128,38 +163,60 @@ public final class Scheduler implements AutoCloseable {
     return due.size();
   }
 
+  /**
+   * What firing a schedule read as {@code row} does: start a run of {@code workflow} (null: none)
+   * for {@code time} (null: none, a time missed and skipped), and move the schedule on to {@code next}.
+   */
+  private record Firing(ScheduleDao.Row row, Schedule schedule, Instant time, Instant next, Workflow workflow) {}
+
+  /** Decided before the transaction, so that the commit thread only writes. */
+  private Firing firing(ScheduleDao.Row row, Workflow workflow, Instant now) {
+    Schedule schedule = parsed(row.spec());
+    Instant time = row.nextRunAt();
+    Instant next;
+    if (now.isAfter(time.plus(MISSED_AFTER))) { // missed: the latest time, if it is to run, then on from now
+      Instant latest = schedule.latest(now);
+      time = latest != null && (schedule.runMissed() || !now.isAfter(latest.plus(MISSED_AFTER))) ? latest : null;
+      next = schedule.next(now);
+    } else { // on time, or a little late: each time runs (the next may be due already)
+      next = schedule.next(time);
+    }
+    return new Firing(row, schedule, time, next == null ? Time.LATEST : next, workflow);
+  }
+
   /** Fires each schedule that is still as read; returns whether a run it started has work due now. */
-  private boolean fire(Tx tx, List<ScheduleDao.Row> rows, Instant now) {
+  private boolean fire(Tx tx, List<Firing> firings) {
     ScheduleDao dao = tx.dao(ScheduleDao.class);
     boolean callsDue = false;
-    for (ScheduleDao.Row row : rows) {
-      Schedule schedule = Trigger.parseAll(Json.tree("[" + row.spec() + "]")).schedules().get(0);
-      Instant time = row.nextRunAt();
-      Instant next;
-      if (now.isAfter(time.plus(MISSED_AFTER))) { // missed: the latest time, if it is to run, then on from now
-        Instant latest = schedule.latest(now);
-        time = latest != null && (schedule.runMissed() || !now.isAfter(latest.plus(MISSED_AFTER))) ? latest : null;
-        next = schedule.next(now);
-      } else { // on time, or a little late: each time runs (the next may be due already)
-        next = schedule.next(time);
-      }
-      next = next == null ? Time.LATEST : next;
-      Optional<Workflow> workflow = tx.dao(WorkflowDao.class).find(row.workspaceId(), row.workflowId())
-          .filter(w -> !w.archived());
-      if (time == null || workflow.isEmpty()) {
-        dao.move(row, next, null, null);
+    for (Firing f : firings) {
+      ScheduleDao.Row row = f.row();
+      if (f.time() == null || f.workflow() == null) {
+        dao.move(row, f.next(), null, null);
         continue;
       }
-      String runId = Ids.keyed("run", time.toEpochMilli(), row.workspaceId() + "/" + row.workflowId() + "/"
-          + row.triggerIndex() + "/" + time.toEpochMilli());
-      if (dao.move(row, next, time, runId) == 0) {
+      String runId = Ids.keyed("run", f.time().toEpochMilli(), row.workspaceId() + "/" + row.workflowId() + "/"
+          + row.triggerIndex() + "/" + f.time().toEpochMilli());
+      if (dao.move(row, f.next(), f.time(), runId) == 0) {
         continue; // another instance fired it first, or a put changed it
       }
-      callsDue |= runs.startScheduled(tx, runId, workflow.get(), schedule.project(), schedule.inputs().deepCopy(),
-          row.triggerIndex(), time);
+      callsDue |= runs.startScheduled(tx, runId, f.workflow(), f.schedule().project(),
+          f.schedule().inputs().deepCopy(), row.triggerIndex(), f.time());
       tx.afterCommit(fired::incrementAndGet);
     }
     return callsDue;
+  }
+
+  /** A stored schedule, parsed once per text. */
+  private Schedule parsed(String spec) {
+    Schedule schedule = parsed.get(spec);
+    if (schedule == null) {
+      schedule = Trigger.parseAll(Json.tree("[" + spec + "]")).schedules().get(0);
+      if (parsed.size() >= MAX_PARSED) {
+        parsed.clear();
+      }
+      parsed.put(spec, schedule);
+    }
+    return schedule;
   }
 
   private void sleepQuietly() {

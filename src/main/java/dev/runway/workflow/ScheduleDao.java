@@ -2,6 +2,7 @@ package dev.runway.workflow;
 
 import java.time.Instant;
 import java.util.List;
+import java.util.Optional;
 import org.jdbi.v3.sqlobject.config.RegisterConstructorMapper;
 import org.jdbi.v3.sqlobject.customizer.BindMethods;
 import org.jdbi.v3.sqlobject.statement.SqlQuery;
@@ -24,6 +25,10 @@ public interface ScheduleDao {
   /** The schedules due at {@code now}, the longest due first. */
   @SqlQuery("SELECT * FROM workflow_schedule WHERE next_run_at <= :now ORDER BY next_run_at LIMIT :limit")
   List<Row> due(Instant now, int limit);
+
+  /** The earliest next time of any schedule. */
+  @SqlQuery("SELECT MIN(next_run_at) FROM workflow_schedule")
+  Optional<Instant> earliest();
 
   @SqlUpdate("INSERT INTO workflow_schedule (workspace_id, workflow_id, trigger_index, spec, next_run_at, last_run_at, "
       + "last_run_id) VALUES (:workspaceId, :workflowId, :triggerIndex, :spec, :nextRunAt, :lastRunAt, :lastRunId)")

@@ -2,9 +2,11 @@ package dev.runway.workflow;
 
 import dev.runway.db.Slice;
 import java.time.Instant;
+import java.util.Collection;
 import java.util.List;
 import java.util.Optional;
 import org.jdbi.v3.sqlobject.config.RegisterConstructorMapper;
+import org.jdbi.v3.sqlobject.customizer.BindList;
 import org.jdbi.v3.sqlobject.customizer.BindMethods;
 import org.jdbi.v3.sqlobject.customizer.Define;
 import org.jdbi.v3.sqlobject.statement.SqlQuery;
@@ -14,6 +16,9 @@ import org.jdbi.v3.sqlobject.statement.SqlUpdate;
 public interface WorkflowDao {
   @SqlQuery("SELECT * FROM workflow WHERE workspace_id = :workspaceId AND id = :id")
   Optional<Workflow> find(String workspaceId, String id);
+
+  @SqlQuery("SELECT * FROM workflow WHERE workspace_id = :workspaceId AND id IN (<ids>)")
+  List<Workflow> findAll(String workspaceId, @BindList("ids") Collection<String> ids);
 
   @SqlQuery("SELECT * FROM workflow WHERE workspace_id = :workspaceId AND id = :id FOR UPDATE")
   Optional<Workflow> findForUpdate(String workspaceId, String id);

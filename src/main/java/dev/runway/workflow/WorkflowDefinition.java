@@ -3,6 +3,7 @@ package dev.runway.workflow;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.runway.agent.ToolSchemas;
+import dev.runway.core.DomainException;
 import dev.runway.core.Json;
 import dev.runway.core.JsonFields;
 import java.util.LinkedHashMap;
@@ -26,15 +27,35 @@ public record WorkflowDefinition(String name, String description, boolean requir
   public static WorkflowDefinition parse(String workflowId, ObjectNode body) {
     JsonFields fields = JsonFields.of(body, FIELDS);
     JsonNode steps = fields.optionalArray("steps");
+    Trigger.Triggers triggers = Trigger.parseAll(fields.optionalArray("triggers"));
+    JsonNode inputsSchema = inputsSchema(body.get("inputs_schema"));
+    if (inputsSchema != null) {
+      triggers.schedules().forEach(s -> checkInputs(inputsSchema, s));
+    }
     return new WorkflowDefinition(
         fields.optionalString("name", workflowId, 200),
         fields.optionalString("description", "", 2000),
         fields.optionalBoolean("requires_approval", false),
         steps,
         Step.parseAll(steps),
-        Trigger.parseAll(fields.optionalArray("triggers")),
-        inputsSchema(body.get("inputs_schema")),
+        triggers,
+        inputsSchema,
         output(body.get("output")));
+  }
+
+  /** A schedule's inputs must meet the inputs_schema, as a start's must: else a 400 naming the field. */
+  private static void checkInputs(JsonNode inputsSchema, Schedule schedule) {
+    String at = "triggers[" + schedule.position() + "].inputs";
+    ToolSchemas.Violation violation;
+    try {
+      violation = ToolSchemas.firstViolation(inputsSchema, schedule.inputs(), at);
+    } catch (ToolSchemas.TooSlow e) {
+      violation = new ToolSchemas.Violation(at, at + ": checking them against the inputs_schema took over "
+          + ToolSchemas.BUDGET.toMillis() + " ms");
+    }
+    if (violation != null) {
+      throw DomainException.invalid(violation.field(), violation.message());
+    }
   }
 
   private static JsonNode inputsSchema(JsonNode schema) {

@@ -157,6 +157,9 @@ class SchedulesTest {
           "triggers[1].schedule.timezone");
       assertProblem(http.put("/v1/workflows/w", "{\"triggers\": [{\"schedule\": {\"every\": \"soon\"}}]}"),
           400, "validation_failed", "triggers[0].schedule.every");
+      assertProblem(http.put("/v1/workflows/w", "{\"inputs_schema\": {\"type\": \"object\", \"required\": "
+          + "[\"region\"]}, \"triggers\": [{\"schedule\": {\"every\": \"1h\"}, \"inputs\": {\"other\": 1}}]}"),
+          400, "validation_failed", "triggers[0].inputs.region");
       assertEquals(404, http.get("/v1/workflows/w").status(), "nothing stored");
     });
   }
@@ -177,14 +180,14 @@ class SchedulesTest {
           ? Database.open(api.database().open().serverSettings().database()) : null;
       try {
         Scheduler a = scheduler(api);
-        Scheduler b = second == null ? scheduler(api) : Scheduler.idle(second.jdbi(), second.committer(),
-            Services.over(second, api.database().open().serverSettings(), () -> { }).starts());
+        Services other = second == null ? null : Services.over(second, api.database().open().serverSettings(), () -> { });
+        Scheduler b = other == null ? scheduler(api) : Scheduler.idle(second.jdbi(), second.committer(), other.starts());
         for (int round = 0; round < 3; round++) {
           Instant now = next.plus(HOUR.multipliedBy(round)).plusSeconds(1);
-          CompletableFuture<Integer> first = CompletableFuture.supplyAsync(() -> a.round(now));
-          CompletableFuture<Integer> other = CompletableFuture.supplyAsync(() -> b.round(now));
-          first.get(60, TimeUnit.SECONDS);
-          other.get(60, TimeUnit.SECONDS);
+          CompletableFuture<Integer> aRound = CompletableFuture.supplyAsync(() -> a.round(now));
+          CompletableFuture<Integer> bRound = CompletableFuture.supplyAsync(() -> b.round(now));
+          aRound.get(60, TimeUnit.SECONDS);
+          bRound.get(60, TimeUnit.SECONDS);
         }
       } finally {
         if (second != null) {
@@ -208,7 +211,8 @@ class SchedulesTest {
     api.test(http -> {
       put(http, "every-second", "[{\"schedule\": {\"every\": \"1s\"}}]");
       Database db = api.services().database();
-      try (Scheduler running = Scheduler.start(db.jdbi(), db.committer(), api.services().starts(), Duration.ofMillis(50))) {
+      try (Scheduler running = Scheduler.start(db.jdbi(), db.committer(), api.services().starts(),
+          Duration.ofMillis(50))) {
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
         while (runs(http, "every-second").size() < 3) {
           assertTrue(System.nanoTime() < deadline, "3 runs within 20 s: " + runs(http, "every-second").size());
