@@ -8,7 +8,8 @@ import java.time.Instant;
  * {@code definition} (the workflow or agent as it was at start) and {@code steps} (each step's
  * progress; an agent run's progress) are JSON text; so is {@code output}, a succeeded workflow
  * run's output (null until then, and for agent runs, whose output is in their progress).
- * {@code parentRunId} is the run whose step started this one (a child run), null for others.
+ * {@code parentRunId} is the run whose step started this one (a child run), null for others;
+ * {@code rerunOf} the run this one reruns (POST /v1/runs/{run_id}/rerun), null for others.
  */
 public record Run(
     String id,
@@ -33,7 +34,8 @@ public record Run(
     Instant leaseUntil,
     int version,
     String output,
-    String parentRunId) {
+    String parentRunId,
+    String rerunOf) {
   public static final String WORKFLOW = "workflow";
   public static final String AGENT = "agent";
 
@@ -57,7 +59,7 @@ public record Run(
       String project, boolean requiresApproval, String inputs, Instant now, String definition, String steps) {
     return new Run(id, workspaceId, kind, workflowId, agentId, project, RunStatus.RUNNING.wireName(),
         requiresApproval, inputs, now, now, null, null, null, definition, steps, requiresApproval ? -1 : 0, now, null,
-        null, 0, null, null);
+        null, 0, null, null, null);
   }
 
   /** The next version of this run: the same run (id, kind, inputs, definition) in a new state. */
@@ -65,35 +67,42 @@ public record Run(
       String steps, int currentStep, Instant dueAt, String leaseOwner, Instant leaseUntil) {
     return new Run(id, workspaceId, kind, workflowId, agentId, project, status.wireName(), requiresApproval, inputs,
         createdAt, updatedAt, finishedAt, approval, error, definition, steps, currentStep, dueAt, leaseOwner,
-        leaseUntil, version + 1, output, parentRunId);
+        leaseUntil, version + 1, output, parentRunId, rerunOf);
   }
 
   /** This run leased to {@code leaseOwner} until {@code leaseUntil}. */
   public Run withLease(String leaseOwner, Instant leaseUntil) {
     return new Run(id, workspaceId, kind, workflowId, agentId, project, status, requiresApproval, inputs, createdAt,
         updatedAt, finishedAt, approval, error, definition, steps, currentStep, dueAt, leaseOwner, leaseUntil, version,
-        output, parentRunId);
+        output, parentRunId, rerunOf);
   }
 
   /** This run with {@code output} (JSON text) as its output. */
   public Run withOutput(String output) {
     return new Run(id, workspaceId, kind, workflowId, agentId, project, status, requiresApproval, inputs, createdAt,
         updatedAt, finishedAt, approval, error, definition, steps, currentStep, dueAt, leaseOwner, leaseUntil, version,
-        output, parentRunId);
+        output, parentRunId, rerunOf);
   }
 
   /** This new run as a child of {@code parent}. */
   public Run childOf(String parent) {
     return new Run(id, workspaceId, kind, workflowId, agentId, project, status, requiresApproval, inputs, createdAt,
         updatedAt, finishedAt, approval, error, definition, steps, currentStep, dueAt, leaseOwner, leaseUntil, version,
-        output, parent);
+        output, parent, rerunOf);
   }
 
   /** This run with its inputs and definition replaced (to show a run whose stored documents are broken). */
   public Run withDocuments(String inputs, String definition) {
     return new Run(id, workspaceId, kind, workflowId, agentId, project, status, requiresApproval, inputs, createdAt,
         updatedAt, finishedAt, approval, error, definition, steps, currentStep, dueAt, leaseOwner, leaseUntil, version,
-        output, parentRunId);
+        output, parentRunId, rerunOf);
+  }
+
+  /** This new run as a rerun of {@code run}, standing at step {@code currentStep} with {@code steps} (some reused). */
+  public Run asRerunOf(String run, String steps, int currentStep) {
+    return new Run(id, workspaceId, kind, workflowId, agentId, project, status, requiresApproval, inputs, createdAt,
+        updatedAt, finishedAt, approval, error, definition, steps, currentStep, dueAt, leaseOwner, leaseUntil, version,
+        output, parentRunId, run);
   }
 
   public boolean isAgent() {

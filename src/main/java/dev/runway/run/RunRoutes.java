@@ -2,6 +2,7 @@ package dev.runway.run;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.runway.auth.Principal;
 import dev.runway.core.DomainException;
 import dev.runway.core.Ids;
 import dev.runway.core.JsonFields;
@@ -59,6 +60,24 @@ public final class RunRoutes {
     // The request thread does not wait for the commit: it serves other requests meanwhile.
     respond(ctx, starts.start(AuthHandler.principal(ctx), request));
   }
+
+  /** POST /v1/runs/{runId}/rerun: a new run of the definition a run ran, from a step or from the start. */
+  public void rerun(Context ctx) {
+    String idempotencyKey = idempotencyKey(ctx);
+    RunStarts.RerunRequest request = rerunBody(bodies.optionalObject(ctx), idempotencyKey);
+    Principal caller = AuthHandler.principal(ctx);
+    respond(ctx, starts.rerun(caller, runs.get(caller, runId(ctx)), request));
+  }
+
+  /** Checks a rerun body: {from_step?, inputs?}. */
+  public static RunStarts.RerunRequest rerunBody(ObjectNode body, String idempotencyKey) {
+    JsonFields fields = JsonFields.of(body, RERUN_FIELDS);
+    String fromStep = fields.optionalString("from_step", null, 64);
+    ObjectNode inputs = body.hasNonNull("inputs") ? fields.optionalObject("inputs") : null;
+    return new RunStarts.RerunRequest(fromStep, inputs, idempotencyKey);
+  }
+
+  private static final Set<String> RERUN_FIELDS = Set.of("from_step", "inputs");
 
   /** POST /v1/agents/{id}/runs: starts an agent run, as durable as a workflow run's start. */
   public void startAgent(Context ctx) {

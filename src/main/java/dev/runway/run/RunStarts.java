@@ -1,6 +1,7 @@
 package dev.runway.run;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.runway.agent.Agent;
 import dev.runway.agent.AgentDefinition;
@@ -18,6 +19,7 @@ import dev.runway.db.GroupCommitter;
 import dev.runway.db.Tx;
 import dev.runway.idempotency.IdempotencyStore;
 import dev.runway.quota.Quotas;
+import dev.runway.workflow.Step;
 import dev.runway.workflow.Workflow;
 import dev.runway.workflow.WorkflowService;
 import java.time.Instant;
@@ -90,6 +92,76 @@ public final class RunStarts {
   public CompletableFuture<Started> start(Principal caller, StartRequest request) {
     return start(caller, request.project(), request.idempotencyKey(), () -> requestHash(request),
         () -> firstMoves(newRun(caller, request), caller.keyId()));
+  }
+
+  /** A rerun request after validation at the edge: {@code fromStep} null to start over, {@code inputs} null for the run's own. */
+  public record RerunRequest(String fromStep, ObjectNode inputs, String idempotencyKey) {}
+
+  /**
+   * Reruns workflow run {@code source} (as the caller may read it), as {@link #start} starts a run:
+   * a new run of the definition it ran (that version, not the workflow's now), in its project, with
+   * its inputs or new ones (which must meet the workflow's inputs_schema), naming it in
+   * {@code rerun_of}. From a step, the steps before it keep what they did in {@code source} (shown
+   * with {@code reused: true}, their outputs seen by later steps) and the rest run; each of them
+   * must have succeeded or been skipped there (400 naming from_step). The source must have ended
+   * and be neither an agent run nor a child run (409); its workflow must not be archived (404).
+   */
+  public CompletableFuture<Started> rerun(Principal caller, Run source, RerunRequest request) {
+    if (source.isAgent() || source.parentRunId() != null) {
+      throw DomainException.conflict("rerun_not_supported", "run '" + source.id() + "' is "
+          + (source.isAgent() ? "an agent run" : "a child run of " + source.parentRunId() + " (rerun that run)")
+          + ": only workflow runs started by a caller, a trigger or a schedule can be rerun");
+    }
+    if (!source.isEnded()) {
+      throw new DomainException(Kind.CONFLICT, "run_state_conflict", "cannot rerun a run that is " + source.status()
+          + ": a run can be rerun once it has ended (cancel it first)", null, 0, Map.of("current_status", source.status()));
+    }
+    Workflow workflow = workflows.findActive(caller.workspaceId(), source.workflowId())
+        .orElseThrow(() -> DomainException.notFound("workflow_not_found", "no workflow '" + source.workflowId()
+            + "' in workspace '" + caller.workspaceId() + "' (it is archived): its runs cannot be rerun"));
+    if (request.inputs() != null) {
+      ToolSchemas.Violation broken = template(workflow).violation(request.inputs());
+      if (broken != null) {
+        throw DomainException.invalid(broken.field(), broken.message());
+      }
+    }
+    return start(caller, source.project(), request.idempotencyKey(),
+        () -> Sha256.hex("POST /v1/runs/" + source.id() + "/rerun\n" + request.fromStep() + "\n"
+            + (request.inputs() == null ? "" : Json.canonical(request.inputs()))),
+        () -> firstMoves(rerunOf(source, request), caller.keyId()));
+  }
+
+  /** The new run of a rerun, standing at its first step to run, not yet stored. */
+  private static Run rerunOf(Run source, RerunRequest request) {
+    List<Step> steps = WorkflowRunMachine.parse(source.definition()).steps();
+    int from = 0;
+    if (request.fromStep() != null) {
+      from = -1;
+      for (int i = 0; i < steps.size() && from < 0; i++) {
+        from = steps.get(i).flow().id().equals(request.fromStep()) ? i : -1;
+      }
+      if (from < 0) {
+        throw DomainException.invalid("from_step", "run '" + source.id() + "' has no step '" + request.fromStep()
+            + "' at the top level of its definition; its steps: "
+            + String.join(", ", steps.stream().map(step -> step.flow().id()).toList()));
+      }
+    }
+    ArrayNode progress = WorkflowRunMachine.initialSteps(steps);
+    JsonNode ran = Json.tree(source.steps());
+    for (int i = 0; i < from; i++) {
+      JsonNode step = ran.path(i);
+      String status = step.path("status").asText();
+      if (!status.equals("succeeded") && !status.equals("skipped")) {
+        throw DomainException.invalid("from_step", "step '" + steps.get(i).flow().id() + "', before '"
+            + request.fromStep() + "', is " + status + " in run '" + source.id() + "': rerun from it or an earlier step");
+      }
+      progress.set(i, ((ObjectNode) step.deepCopy()).put("reused", true));
+    }
+    Instant now = Time.now();
+    String inputs = request.inputs() != null ? Json.string(request.inputs()) : source.inputs();
+    Run run = Run.newWorkflowRun(Ids.newId("run", now.toEpochMilli()), source.workspaceId(), source.workflowId(),
+        source.project(), source.requiresApproval(), inputs, now, source.definition(), null);
+    return run.asRerunOf(source.id(), Json.string(progress), source.requiresApproval() ? -1 : from);
   }
 
   /** Starts an agent run, as {@link #start} does a workflow run; 404 if the agent is missing or archived. */

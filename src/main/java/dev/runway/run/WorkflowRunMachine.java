@@ -794,6 +794,9 @@ public final class WorkflowRunMachine extends RunMachine {
       finishStep(currentStep, "succeeded", null);
     }
     currentStep++;
+    while (currentStep < steps.size() && step(currentStep).path("reused").asBoolean()) {
+      currentStep++; // a rerun's steps that keep what they did in the run it reruns
+    }
   }
 
   @Override

@@ -1,0 +1,166 @@
+package dev.runway.engine;
+
+import static dev.runway.support.Problems.assertProblem;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import dev.runway.core.Json;
+import dev.runway.support.Api;
+import dev.runway.support.BothDatabases;
+import dev.runway.support.Http;
+import dev.runway.support.Runs;
+import dev.runway.support.ToolServer;
+import dev.runway.support.ToolServer.Reply;
+
+/**
+ * POST /v1/runs/{run_id}/rerun through HTTP with the engine and a local tool: from a step, the
+ * steps before it keep their outputs (reused, not called again) and later steps see them; from the
+ * start, everything runs again; the rerun names its run; approval is asked again and passes over the
+ * reused steps; an Idempotency-Key gives one rerun; what cannot be rerun is refused naming why.
+ */
+class RerunTest {
+  /** fetch (answers {"v": 41}), then check (sends v + 1 to a tool that fails at first), then done. */
+  private static void workflow(Http http, ToolServer tool, boolean requiresApproval) {
+    Http.Reply put = http.put("/v1/workflows/pipeline", "{\"requires_approval\": " + requiresApproval
+        + ", \"inputs_schema\": {\"type\": \"object\", \"properties\": {\"n\": {\"type\": \"integer\"}}}, \"steps\": ["
+        + "{\"id\": \"fetch\", \"type\": \"http\", \"url\": \"" + tool.url("/fetch") + "\"},"
+        + "{\"id\": \"check\", \"type\": \"http\", \"url\": \"" + tool.url("/check") + "\", \"max_attempts\": 1,"
+        + " \"body\": {\"v\": \"{{ steps.fetch.output.v + 1 }}\"}},"
+        + "{\"id\": \"done\", \"type\": \"http\", \"url\": \"" + tool.url("/done") + "\"}]}");
+    assertTrue(put.status() == 200 || put.status() == 201, put::toString);
+    tool.script("/fetch", Reply.json(200, "{\"v\": 41}"));
+    tool.script("/check", Reply.json(500, "{\"error\": \"not yet\"}"));
+    tool.script("/done", Reply.json(200, "{\"ok\": true}"));
+  }
+
+  /** A run of pipeline that failed at check. */
+  private static String failedRun(Http http) {
+    Http.Reply started = http.post("/v1/workflows/pipeline/runs", "{\"project\": \"demo\", \"inputs\": {\"n\": 1}}");
+    assertEquals(200, started.status(), started::toString);
+    String id = started.json().get("id").asText();
+    JsonNode run = Runs.awaitStatus(http, id, "failed");
+    assertEquals("check", run.get("steps").get(1).get("id").asText());
+    assertEquals("failed", run.get("steps").get(1).get("status").asText());
+    return id;
+  }
+
+  @BothDatabases
+  void a_rerun_from_a_step_reuses_the_steps_before_it_and_runs_the_rest(Api api) throws Exception {
+    try (ToolServer tool = ToolServer.start(); var engine = api.database().startEngine()) {
+      api.test(http -> {
+        workflow(http, tool, false);
+        String failed = failedRun(http);
+        JsonNode before = http.get("/v1/runs/" + failed).json();
+        tool.script("/check", Reply.json(200, "{\"checked\": true}"));
+
+        Http.Reply rerun = http.post("/v1/runs/" + failed + "/rerun", "{\"from_step\": \"check\"}");
+        assertEquals(200, rerun.status(), rerun::toString);
+        assertEquals("running", rerun.json().get("status").asText());
+        assertEquals(failed, rerun.json().get("rerun_of").asText());
+        String id = rerun.json().get("id").asText();
+        JsonNode run = Runs.awaitStatus(http, id, "succeeded");
+        JsonNode fetch = run.get("steps").get(0);
+        assertTrue(fetch.get("reused").asBoolean(), fetch::toString);
+        assertEquals(before.get("steps").get(0).get("output"), fetch.get("output"));
+        assertEquals(before.get("steps").get(0).get("finished_at"), fetch.get("finished_at"), "as it was in that run");
+        assertFalse(run.get("steps").get(1).has("reused"));
+        assertEquals(Json.tree("{\"checked\": true}"), run.get("steps").get(1).get("output"));
+        assertEquals(1, tool.calls("/fetch").size(), "the reused step was not called again");
+        assertEquals(2, tool.calls("/check").size());
+        assertEquals(Json.tree("{\"v\": 42}"), tool.calls("/check").get(1).body(), "it sees the reused output");
+        assertEquals(id + ":1", tool.calls("/check").get(1).idempotencyKey(), "its own run's key");
+        assertEquals(Json.tree("{\"n\": 1}"), run.get("inputs"), "the run's inputs");
+        assertEquals("demo", run.get("project").asText());
+        assertEquals(before, http.get("/v1/runs/" + failed).json(), "the run it reruns is as it was");
+        assertNull(api.storedRun(failed).orElseThrow().get("rerun_of"));
+
+        // From the start, with new inputs: every step runs again.
+        Http.Reply over = http.post("/v1/runs/" + failed + "/rerun", "{\"inputs\": {\"n\": 2}}");
+        assertEquals(200, over.status(), over::toString);
+        JsonNode again = Runs.awaitStatus(http, over.json().get("id").asText(), "succeeded");
+        assertEquals(Json.tree("{\"n\": 2}"), again.get("inputs"));
+        assertFalse(again.get("steps").get(0).has("reused"));
+        assertEquals(2, tool.calls("/fetch").size());
+        assertEquals(failed, api.storedRun(again.get("id").asText()).orElseThrow().get("rerun_of"));
+      });
+    }
+  }
+
+  @BothDatabases
+  void a_rerun_asks_for_approval_again_and_then_passes_over_the_reused_steps(Api api) throws Exception {
+    try (ToolServer tool = ToolServer.start(); var engine = api.database().startEngine()) {
+      api.test(http -> {
+        workflow(http, tool, true);
+        Http.Reply started = http.post("/v1/workflows/pipeline/runs", "{\"project\": \"demo\"}");
+        String first = started.json().get("id").asText();
+        assertEquals(200, http.post("/v1/runs/" + first + "/approve", "{}").status());
+        Runs.awaitStatus(http, first, "failed");
+        tool.script("/check", Reply.json(200, "{}"));
+        Http.Reply rerun = http.post("/v1/runs/" + first + "/rerun", "{\"from_step\": \"check\"}");
+        assertEquals(200, rerun.status(), rerun::toString);
+        String id = rerun.json().get("id").asText();
+        Runs.awaitStatus(http, id, "awaiting_approval");
+        assertEquals(200, http.post("/v1/runs/" + id + "/approve", "{}").status());
+        JsonNode run = Runs.awaitStatus(http, id, "succeeded");
+        assertTrue(run.get("steps").get(0).get("reused").asBoolean());
+        assertEquals(1, tool.calls("/fetch").size(), "fetch ran once, in the first run");
+        assertEquals(1, tool.calls("/done").size());
+      });
+    }
+  }
+
+  @BothDatabases
+  void an_idempotency_key_gives_one_rerun(Api api) throws Exception {
+    try (ToolServer tool = ToolServer.start(); var engine = api.database().startEngine()) {
+      api.test(http -> {
+        workflow(http, tool, false);
+        String failed = failedRun(http);
+        Http.Reply first = http.post("/v1/runs/" + failed + "/rerun", api.key, "{\"from_step\": \"check\"}",
+            "Idempotency-Key", "rerun-1");
+        Http.Reply second = http.post("/v1/runs/" + failed + "/rerun", api.key, "{\"from_step\": \"check\"}",
+            "Idempotency-Key", "rerun-1");
+        assertEquals(200, second.status(), second::toString);
+        assertEquals(first.json().get("id"), second.json().get("id"));
+        assertEquals("true", second.header("Idempotent-Replayed"));
+        assertEquals(1, api.countRuns("rerun_of = :a", failed));
+      });
+    }
+  }
+
+  @BothDatabases
+  void what_cannot_be_rerun_is_refused_naming_why(Api api) throws Exception {
+    try (ToolServer tool = ToolServer.start(); var engine = api.database().startEngine()) {
+      api.test(http -> {
+        workflow(http, tool, false);
+        String failed = failedRun(http);
+        assertProblem(http.post("/v1/runs/" + failed + "/rerun", "{\"from_step\": \"nope\"}"), 400,
+            "validation_failed", "from_step");
+        assertProblem(http.post("/v1/runs/" + failed + "/rerun", "{\"from_step\": \"done\"}"), 400,
+            "validation_failed", "from_step"); // check, before it, failed
+        assertProblem(http.post("/v1/runs/" + failed + "/rerun", "{\"inputs\": {\"n\": \"one\"}}"), 400,
+            "validation_failed", "inputs.n");
+        assertProblem(http.post("/v1/runs/" + failed + "/rerun", "{\"step\": \"check\"}"), 400, "unknown_parameter",
+            "step");
+        assertProblem(http.post("/v1/runs/run_00000000000000000000000000/rerun", "{}"), 404, "run_not_found");
+        tool.script("/fetch", Reply.json(200, "{}").after(java.time.Duration.ofSeconds(20)));
+        String running = http.post("/v1/workflows/pipeline/runs", "{\"project\": \"demo\"}").json().get("id").asText();
+        assertProblem(http.post("/v1/runs/" + running + "/rerun", "{}"), 409, "run_state_conflict");
+        assertEquals(200, http.post("/v1/runs/" + running + "/cancel", "{}").status());
+
+        Http.Reply agent = http.put("/v1/agents/helper", "{\"model\": \"sandbox\", \"instructions\": \"Help.\"}");
+        assertTrue(agent.status() == 200 || agent.status() == 201, agent::toString);
+        String agentRun = http.post("/v1/agents/helper/runs", "{\"project\": \"demo\", \"input\": \"hi\"}").json()
+            .get("id").asText();
+        Runs.await(http, agentRun, "ended", r -> !r.get("finished_at").isNull());
+        assertProblem(http.post("/v1/runs/" + agentRun + "/rerun", "{}"), 409, "rerun_not_supported");
+
+        assertEquals(200, http.delete("/v1/workflows/pipeline").status());
+        assertProblem(http.post("/v1/runs/" + failed + "/rerun", "{}"), 404, "workflow_not_found");
+        assertEquals(0, api.countRuns("rerun_of IS NOT NULL"), "nothing was started");
+      });
+    }
+  }
+}
