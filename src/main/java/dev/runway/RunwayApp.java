@@ -222,6 +222,7 @@ public final class RunwayApp {
         routes.get("/console/runs/{id}", runPages::show);
         routes.post("/console/runs/{id}/{action}", runPages::decide);
         routes.get("/console/workflows", runPages::definitions);
+        routes.get("/console/workflows/{id}", runPages::workflow);
       }
     });
   }

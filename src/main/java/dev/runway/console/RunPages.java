@@ -8,6 +8,7 @@ import dev.runway.auth.Scope;
 import dev.runway.core.DomainException;
 import dev.runway.core.Ids;
 import dev.runway.core.Json;
+import dev.runway.core.Slugs;
 import dev.runway.db.Slice;
 import dev.runway.events.EventReads;
 import dev.runway.http.ErrorMapper;
@@ -28,9 +29,10 @@ import java.util.Set;
 
 /**
  * The console's pages of a workspace's runs (a filtered list, and one run with its steps or its
- * transcript, its events, and Approve / Reject / Cancel) and of its workflows and agents. They call
- * the services the API calls, as the signed-in account (which events record as the actor), so the
- * same rules answer: an approval of an ended run is refused as the API's 409 is.
+ * transcript, its events, and Approve / Reject / Cancel), of its workflows and agents, and of one
+ * workflow with its steps and triggers (schedules with their next times). They call the services
+ * the API calls, as the signed-in account (which events record as the actor), so the same rules
+ * answer: an approval of an ended run is refused as the API's 409 is.
  */
 public final class RunPages {
   private static final int PAGE = 25;
@@ -66,7 +68,7 @@ public final class RunPages {
     return new Principal(signed.account().id(), signed.account().workspaceId(), Scope.all(), null);
   }
 
-  /** GET /console/runs?status=&kind=&parent_run_id=&starting_after= */
+  /** GET /console/runs?status=&kind=&workflow=&parent_run_id=&starting_after= */
   public void list(Context ctx) {
     Optional<SignedIn> signed = guard.requireSignedIn(ctx);
     if (signed.isEmpty()) {
@@ -80,17 +82,21 @@ public final class RunPages {
     after = after != null && Ids.looksLike("run", after) ? after : null;
     String parent = ctx.queryParam("parent_run_id");
     parent = parent != null && Ids.looksLike("run", parent) ? parent : null;
-    Slice<Run> rows = runs.list(actor(signed.get()), new RunFilter(kind, null, null, null,
+    // As GET /v1/runs?workflow= filters: the workflow's runs started, without its iterations.
+    String workflow = ctx.queryParam("workflow");
+    workflow = workflow != null && Slugs.isSlug(workflow) ? workflow : null;
+    Slice<Run> rows = runs.list(actor(signed.get()), new RunFilter(kind, workflow, null, null,
         status == null ? null : List.of(status), null, null, after, null, parent), PAGE, PAGE_BYTES);
     boolean more = rows.more();
     List<Views.RunRow> page = rows.rows().stream().map(Views.RunRow::of).toList();
     String next = more ? "/console/runs?" + (status == null ? "" : "status=" + status + "&")
-        + (kind == null ? "" : "kind=" + kind + "&") + (parent == null ? "" : "parent_run_id=" + parent + "&")
+        + (kind == null ? "" : "kind=" + kind + "&") + (workflow == null ? "" : "workflow=" + workflow + "&")
+        + (parent == null ? "" : "parent_run_id=" + parent + "&")
         + "starting_after=" + page.get(page.size() - 1).id() : null;
     boolean moving = page.stream().anyMatch(r -> !RunStatus.isEnded(r.status()));
-    pages.render(ctx, 200, "runs.jte", "frame", pages.frame(parent == null ? "Runs" : "Child runs of " + parent,
-        signed.get(), "runs"), "page", new Views.Runs(page, status, kind, parent, after != null, next,
-        moving ? REFRESH_SECONDS : 0));
+    String title = parent != null ? "Child runs of " + parent : workflow != null ? "Runs of " + workflow : "Runs";
+    pages.render(ctx, 200, "runs.jte", "frame", pages.frame(title, signed.get(), "runs"), "page",
+        new Views.Runs(page, status, kind, workflow, parent, after != null, next, moving ? REFRESH_SECONDS : 0));
   }
 
   /** GET /console/runs/{id} */
@@ -138,26 +144,58 @@ public final class RunPages {
     }
   }
 
-  /** GET /console/workflows: the workspace's workflows and agents. */
+  /**
+   * GET /console/workflows?starting_after=: the workspace's workflows by id, archived ones too, a
+   * page at a time, and (on the first page) its agents.
+   */
   public void definitions(Context ctx) {
     Optional<SignedIn> signed = guard.requireSignedIn(ctx);
     if (signed.isEmpty()) {
       return;
     }
     String workspace = signed.get().account().workspaceId();
+    String after = ctx.queryParam("starting_after");
+    after = after != null && Slugs.isSlug(after) ? after : null;
+    Slice<Workflow> page = workflows.page(workspace, after, true, DEFINITIONS, PAGE_BYTES);
     List<Views.DefinitionRow> flows = new ArrayList<>();
-    for (Workflow w : workflows.page(workspace, null, false, DEFINITIONS, PAGE_BYTES).rows()) {
+    for (Workflow w : page.rows()) {
       flows.add(new Views.DefinitionRow(w.id(), w.name(), w.description(), Json.tree(w.steps()).size() + " steps"
-          + (w.requiresApproval() ? ", approval" : ""), Views.time(w.updatedAt())));
+          + (w.requiresApproval() ? ", approval" : ""), Views.time(w.updatedAt()), w.archived()));
     }
+    String next = page.more() ? "/console/workflows?starting_after=" + flows.get(flows.size() - 1).id() : null;
     List<Views.DefinitionRow> agentRows = new ArrayList<>();
-    for (Agent a : agents.page(workspace, null, false, DEFINITIONS, PAGE_BYTES).rows()) {
-      JsonNode d = Json.tree(a.definition());
-      agentRows.add(new Views.DefinitionRow(a.id(), a.name(), a.description(), d.path("model").asText()
-          + ", " + d.path("tools").size() + " tools", Views.time(a.updatedAt())));
+    if (after == null) {
+      for (Agent a : agents.page(workspace, null, false, DEFINITIONS, PAGE_BYTES).rows()) {
+        JsonNode d = Json.tree(a.definition());
+        agentRows.add(new Views.DefinitionRow(a.id(), a.name(), a.description(), d.path("model").asText()
+            + ", " + d.path("tools").size() + " tools", Views.time(a.updatedAt()), false));
+      }
     }
     pages.render(ctx, 200, "definitions.jte", "frame", pages.frame("Workflows and agents", signed.get(),
-        "workflows"), "page", new Views.Definitions(flows, agentRows));
+        "workflows"), "page", new Views.Definitions(flows, agentRows, after != null, next));
+  }
+
+  /** GET /console/workflows/{id}: one workflow (archived or not), its steps and its triggers with their next times. */
+  public void workflow(Context ctx) {
+    Optional<SignedIn> signed = guard.requireSignedIn(ctx);
+    if (signed.isEmpty()) {
+      return;
+    }
+    String id = ctx.pathParam("id");
+    Workflow workflow;
+    try {
+      if (!Slugs.isSlug(id)) {
+        throw DomainException.notFound("workflow_not_found", "no such workflow");
+      }
+      workflow = workflows.get(signed.get().account().workspaceId(), id);
+    } catch (DomainException e) {
+      pages.message(ctx, 404, pages.frame("Not found", signed.get(), "workflows"), new Views.Message(
+          "No such workflow", "This workspace has no workflow with that id.", "/console/workflows",
+          "Back to the workflows"));
+      return;
+    }
+    pages.render(ctx, 200, "workflow.jte", "frame", pages.frame("Workflow " + workflow.id(), signed.get(),
+        "workflows"), "workflow", Views.WorkflowDetail.of(workflows.view(workflow)));
   }
 
   private void showRun(Context ctx, SignedIn signed, int status, String error) {

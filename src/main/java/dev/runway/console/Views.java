@@ -3,11 +3,13 @@ package dev.runway.console;
 import com.fasterxml.jackson.databind.JsonNode;
 import dev.runway.auth.ApiKey;
 import dev.runway.core.Json;
+import dev.runway.core.Slugs;
 import dev.runway.db.Slice;
 import dev.runway.run.Event;
 import dev.runway.run.Run;
 import dev.runway.run.RunMessage;
 import dev.runway.run.RunStatus;
+import dev.runway.workflow.WorkflowView;
 import java.time.Instant;
 import java.time.ZoneOffset;
 import java.time.format.DateTimeFormatter;
@@ -87,14 +89,15 @@ public final class Views {
   }
 
   /**
-   * The runs page: a page of runs, the filters (the run whose children it lists, or null), the next
-   * page's link, and how often it reloads (0: never).
+   * The runs page: a page of runs, the filters (the workflow whose runs it lists and the run whose
+   * children it lists, or null), the next page's link, and how often it reloads (0: never).
    */
-  public record Runs(List<RunRow> runs, String status, String kind, String parentRunId, boolean paged, String next,
-      int refresh) {
-    /** The first page with the same run's children, or of all runs. */
+  public record Runs(List<RunRow> runs, String status, String kind, String workflow, String parentRunId,
+      boolean paged, String next, int refresh) {
+    /** The first page with the same workflow's runs or the same run's children, or of all runs. */
     public String first() {
-      return parentRunId == null ? "/console/runs" : "/console/runs?parent_run_id=" + parentRunId;
+      return parentRunId != null ? "/console/runs?parent_run_id=" + parentRunId + (workflow == null ? ""
+          : "&workflow=" + workflow) : workflow != null ? "/console/runs?workflow=" + workflow : "/console/runs";
     }
 
     public List<String> statuses() {
@@ -168,9 +171,75 @@ public final class Views {
     }
   }
 
-  public record DefinitionRow(String id, String name, String description, String summary, String updated) {}
+  public record DefinitionRow(String id, String name, String description, String summary, String updated,
+      boolean archived) {}
 
-  public record Definitions(List<DefinitionRow> workflows, List<DefinitionRow> agents) {}
+  /**
+   * The workflows and agents page: a page of workflows (archived ones too), the next page's link (or
+   * null), and the agents (on the first page only; {@code paged} on the others).
+   */
+  public record Definitions(List<DefinitionRow> workflows, List<DefinitionRow> agents, boolean paged, String next) {}
+
+  /**
+   * One step of a workflow's definition: its index, id ("" without one), type, the rest of it as
+   * JSON ("" when nothing else; a foreach's or a parallel's steps among it), and the workflow a
+   * workflow step starts (null for other steps).
+   */
+  public record StepDefinitionRow(String index, String id, String type, String definition, String workflow) {}
+
+  /** A CRM trigger: the records' type, the changes that start a run, the runs' project. */
+  public record RecordTriggerRow(String objectType, String changes, String project) {}
+
+  /**
+   * A schedule: its cron and time zone, or its interval ({@code every}; the others null), what
+   * happens to missed times, the runs' project and inputs (JSON), and the next time (null: none,
+   * the workflow is archived).
+   */
+  public record ScheduleRow(String cron, String timezone, String every, String missed, String project, String inputs,
+      String next) {}
+
+  /** One workflow, as GET /v1/workflows/{id} shows it (schedules' next times included). */
+  public record WorkflowDetail(String id, String name, String description, boolean requiresApproval, String created,
+      String updated, String archived, List<StepDefinitionRow> steps, List<RecordTriggerRow> recordTriggers,
+      List<ScheduleRow> schedules, String inputsSchema, String output) {
+
+    static WorkflowDetail of(WorkflowView w) {
+      List<StepDefinitionRow> steps = new java.util.ArrayList<>();
+      for (int i = 0; i < w.steps().size(); i++) {
+        JsonNode step = w.steps().get(i);
+        com.fasterxml.jackson.databind.node.ObjectNode rest = step.deepCopy();
+        rest.remove(List.of("id", "type"));
+        String workflow = step.path("type").asText().equals("workflow") && step.path("workflow").isTextual()
+            && Slugs.isSlug(step.path("workflow").asText()) ? step.path("workflow").asText() : null;
+        steps.add(new StepDefinitionRow(String.valueOf(i), step.path("id").asText(""), step.path("type").asText(),
+            rest.isEmpty() ? "" : Json.string(rest), workflow));
+      }
+      List<RecordTriggerRow> records = new java.util.ArrayList<>();
+      List<ScheduleRow> schedules = new java.util.ArrayList<>();
+      for (JsonNode t : w.triggers()) {
+        if (t.has("schedule")) {
+          JsonNode when = t.path("schedule");
+          schedules.add(new ScheduleRow(when.path("cron").asText(null), when.path("timezone").asText(null),
+              when.path("every").asText(null), when.path("missed").asText().replace('_', ' '), t.path("project").asText(),
+              t.path("inputs").isEmpty() ? null : Json.string(t.path("inputs")),
+              t.path("next_run_at").isTextual() ? time(Instant.parse(t.path("next_run_at").asText())) : null));
+        } else {
+          List<String> on = new java.util.ArrayList<>();
+          t.path("on").forEach(change -> on.add(change.asText()));
+          records.add(new RecordTriggerRow(t.path("crm").asText(), String.join(", ", on), t.path("project").asText()));
+        }
+      }
+      return new WorkflowDetail(w.id(), w.name(), w.description(), w.requiresApproval(), time(w.createdAt()),
+          time(w.updatedAt()), w.archivedAt() == null ? null : time(w.archivedAt()), steps, records, schedules,
+          w.inputsSchema() == null ? null : pretty(Json.string(w.inputsSchema())),
+          w.output() == null ? null : pretty(Json.string(w.output())));
+    }
+
+    /** The console's list of the workflow's runs (as GET /v1/runs?workflow=). */
+    public String runs() {
+      return "/console/runs?workflow=" + id;
+    }
+  }
 
   private static String pretty(String json) {
     if (json == null || json.equals("null")) {

@@ -28,7 +28,7 @@ import org.openqa.selenium.support.ui.WebDriverWait;
  * The console in a real headless Chromium (Debian's chromium and chromedriver, paths set so that
  * nothing is downloaded): sign up, make a key, use it from a real HTTP client to define a workflow
  * and start a run, see the run, approve it, revoke the key, sign out; go from a parallel step's run to
- * each of its child runs and back. Pictures of the pages go to
+ * each of its child runs and back; from the workflows page to a workflow's next scheduled time. Pictures of the pages go to
  * target/console-screenshots (docs/console/ holds the committed copies; see docs/development.md). Without
  * Chromium the test is skipped, with a line saying so.
  */
@@ -185,6 +185,41 @@ class ConsoleBrowserTest {
           driver.findElement(By.linkText(run)).click(); // Started by
           wait.until(ExpectedConditions.textToBePresentInElementLocated(By.tagName("h1"), run));
         }
+      } finally {
+        driver.quit();
+      }
+    });
+  }
+
+  @BothDatabases
+  void the_workflows_page_leads_to_a_workflows_next_scheduled_time(Api api) {
+    requireChromium();
+    api.test(http -> {
+      assertEquals(201, http.put("/v1/workflows/nightly", """
+          {"name": "Nightly report", "steps": [{"id": "wait", "type": "delay", "seconds": 1}],
+           "triggers": [{"schedule": {"cron": "0 2 * * *", "timezone": "Europe/Paris"}, "project": "reports"},
+                        {"crm": "contacts", "on": ["created"]}]}""").status());
+      String next = http.get("/v1/workflows/nightly").json().get("triggers").get(0).get("next_run_at").asText();
+      String shown = Views.time(java.time.Instant.parse(next));
+      String email = ConsoleRunsTest.signUpOwner(api, http);
+      WebDriver driver = chromium();
+      WebDriverWait wait = new WebDriverWait(driver, WAIT);
+      try {
+        driver.get(http.origin() + "/console/signin");
+        driver.findElement(By.id("email")).sendKeys(email);
+        driver.findElement(By.id("password")).sendKeys(ConsoleRunsTest.PASSWORD);
+        driver.findElement(By.cssSelector("form[action='/console/signin'] button[type=submit]")).click();
+        wait.until(ExpectedConditions.urlContains("/console/keys"));
+
+        driver.findElement(By.linkText("Workflows and agents")).click();
+        wait.until(ExpectedConditions.presenceOfElementLocated(By.linkText("nightly")));
+        driver.findElement(By.linkText("nightly")).click();
+        wait.until(ExpectedConditions.textToBePresentInElementLocated(By.tagName("h1"), "nightly"));
+        WebElement schedule = driver.findElement(By.cssSelector("table.schedules"));
+        assertTrue(schedule.getText().contains("0 2 * * * in Europe/Paris"), schedule.getText());
+        assertEquals(shown, schedule.findElement(By.cssSelector("td.next-run")).getText());
+        assertTrue(driver.findElement(By.cssSelector("table.record-triggers")).getText().contains("contacts"));
+        screenshot(driver, "workflow");
       } finally {
         driver.quit();
       }

@@ -33,7 +33,7 @@ class ConsoleRunsTest {
   }
 
   /** A browser signed in as a new owner of the test's workspace. */
-  private static Browser owner(Api api, Http http) {
+  static Browser owner(Api api, Http http) {
     String email = signUpOwner(api, http);
     Browser browser = new Browser(http.origin());
     browser.get("/console/signin");
