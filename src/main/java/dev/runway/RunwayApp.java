@@ -160,6 +160,7 @@ public final class RunwayApp {
       routes.post("/v1/runs/{runId}/reject", runs::reject, Scope.APPROVALS_WRITE);
       routes.post("/v1/runs/{runId}/cancel", runs::cancel, Scope.RUNS_WRITE);
       routes.post("/v1/runs/{runId}/rerun", runs::rerun, Scope.RUNS_WRITE);
+      routes.post("/v1/runs/rerun", runs::rerunAll, Scope.RUNS_WRITE);
       routes.get("/v1/runs/{runId}/events", events::events, Scope.RUNS_READ);
       routes.get("/v1/runs/{runId}/messages", runs::messages, Scope.RUNS_READ);
       routes.get("/v1/events", events::workspaceEvents, Scope.RUNS_READ);

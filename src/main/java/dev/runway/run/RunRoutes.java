@@ -1,10 +1,12 @@
 package dev.runway.run;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.runway.auth.Principal;
 import dev.runway.core.DomainException;
 import dev.runway.core.Ids;
+import dev.runway.core.Json;
 import dev.runway.core.JsonFields;
 import dev.runway.db.Slice;
 import dev.runway.http.AuthHandler;
@@ -14,6 +16,7 @@ import dev.runway.http.QueryParams;
 import dev.runway.http.RequestBodies;
 import dev.runway.http.Responses;
 import io.javalin.http.Context;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Set;
@@ -78,6 +81,46 @@ public final class RunRoutes {
   }
 
   private static final Set<String> RERUN_FIELDS = Set.of("from_step", "inputs");
+
+  /**
+   * POST /v1/runs/rerun: reruns from the start each run of a workflow that the filter finds
+   * ({@code workflow} required; {@code status}, default failed; {@code created_after},
+   * {@code created_before}), newest first, up to {@code limit} (1-1000, default 100), in one commit.
+   */
+  public void rerunAll(Context ctx) {
+    ObjectNode body = bodies.requiredObject(ctx);
+    JsonFields fields = JsonFields.of(body, BULK_RERUN_FIELDS);
+    String workflow = fields.requiredSlug("workflow");
+    List<String> statuses = body.hasNonNull("status") ? statuses(fields.optionalString("status", null, 200))
+        : List.of(RunStatus.FAILED.wireName());
+    Instant after = body.hasNonNull("created_after")
+        ? QueryParams.parseTime(fields.optionalString("created_after", null, 64), "created_after") : null;
+    Instant before = body.hasNonNull("created_before")
+        ? QueryParams.parseTime(fields.optionalString("created_before", null, 64), "created_before") : null;
+    int limit = (int) fields.optionalLong("limit", 100, 1, 1000);
+    Principal caller = AuthHandler.principal(ctx);
+    List<Run> found = new ArrayList<>();
+    String from = null;
+    while (found.size() < limit) {
+      Slice<Run> page = runs.list(caller, new RunFilter(Run.WORKFLOW, workflow, null, null, statuses, after, before,
+          from, null, null), Math.min(100, limit - found.size()), maxPageBytes);
+      found.addAll(page.rows());
+      if (!page.more() || page.rows().isEmpty()) {
+        break;
+      }
+      from = page.rows().get(page.rows().size() - 1).id();
+    }
+    RunStarts.Reruns done = starts.rerunAll(caller, workflow, found);
+    ObjectNode answer = Json.MAPPER.createObjectNode();
+    ArrayNode started = answer.putArray("data");
+    done.started().forEach(r -> started.addObject().put("id", r.id()).put("rerun_of", r.rerunOf()));
+    ArrayNode skipped = answer.putArray("skipped");
+    done.skipped().forEach(r -> skipped.addObject().put("id", r.runId()).put("code", r.code()));
+    Responses.json(ctx, 200, answer);
+  }
+
+  private static final Set<String> BULK_RERUN_FIELDS =
+      Set.of("workflow", "status", "created_after", "created_before", "limit");
 
   /** POST /v1/agents/{id}/runs: starts an agent run, as durable as a workflow run's start. */
   public void startAgent(Context ctx) {

@@ -131,6 +131,49 @@ public final class RunStarts {
         () -> firstMoves(rerunOf(source, request), caller.keyId()));
   }
 
+  /** What a bulk rerun did: the new runs (each naming the run it reruns), and the runs it passed over, with why. */
+  public record Reruns(List<Run> started, List<Skipped> skipped) {}
+
+  /** A run a bulk rerun passed over: {@code code} as the single rerun's refusal ({@code rerun_not_supported}, {@code run_state_conflict}). */
+  public record Skipped(String runId, String code) {}
+
+  /**
+   * Reruns each of {@code sources} (runs of {@code workflowId} the caller may read) from the start,
+   * as {@link #rerun} does, in one commit: all of them are stored, or none. Runs that one rerun would
+   * refuse with a 409 (agent and child runs, runs not ended) are passed over; an archived workflow is
+   * a 404 for all.
+   */
+  public Reruns rerunAll(Principal caller, String workflowId, List<Run> sources) {
+    workflows.findActive(caller.workspaceId(), workflowId).orElseThrow(() -> DomainException.notFound(
+        "workflow_not_found", "no workflow '" + workflowId + "' in workspace '" + caller.workspaceId()
+            + "' (it is archived, or was never made): its runs cannot be rerun"));
+    List<Firsts> firsts = new ArrayList<>();
+    List<Skipped> skipped = new ArrayList<>();
+    for (Run source : sources) {
+      if (source.isAgent() || source.parentRunId() != null) {
+        skipped.add(new Skipped(source.id(), "rerun_not_supported"));
+      } else if (!source.isEnded()) {
+        skipped.add(new Skipped(source.id(), "run_state_conflict"));
+      } else {
+        quotas.takeRunStart(caller.workspaceId());
+        firsts.add(firstMoves(rerunOf(source, new RerunRequest(null, null, null)), caller.keyId()));
+      }
+    }
+    if (!firsts.isEmpty()) {
+      boolean claimDue = committer.commit(caller.workspaceId(), tx -> {
+        boolean due = false;
+        for (Firsts f : firsts) {
+          due |= insert(tx, f);
+        }
+        return due;
+      });
+      if (claimDue) {
+        runDue.run();
+      }
+    }
+    return new Reruns(firsts.stream().map(Firsts::started).toList(), skipped);
+  }
+
   /** The new run of a rerun, standing at its first step to run, not yet stored. */
   private static Run rerunOf(Run source, RerunRequest request) {
     List<Step> steps = WorkflowRunMachine.parse(source.definition()).steps();

@@ -131,6 +131,52 @@ class RerunTest {
   }
 
   @BothDatabases
+  void a_bulk_rerun_reruns_the_failed_runs_of_a_workflow_from_the_start_in_one_commit(Api api) throws Exception {
+    try (ToolServer tool = ToolServer.start(); var engine = api.database().startEngine()) {
+      api.test(http -> {
+        workflow(http, tool, false);
+        String first = failedRun(http);
+        String second = failedRun(http);
+        tool.script("/fetch", Reply.json(200, "{}").after(java.time.Duration.ofSeconds(20)));
+        String running = http.post("/v1/workflows/pipeline/runs", "{\"project\": \"demo\"}").json().get("id").asText();
+        long until = System.nanoTime() + 20_000_000_000L;
+        while (tool.calls("/fetch").size() < 3) { // the running run's call hangs before the tool answers anew
+          assertTrue(System.nanoTime() < until, "the third run's call");
+          Thread.sleep(10);
+        }
+        tool.script("/fetch", Reply.json(200, "{\"v\": 41}"));
+        tool.script("/check", Reply.json(200, "{}"));
+
+        Http.Reply bulk = http.post("/v1/runs/rerun", "{\"workflow\": \"pipeline\", \"status\": \"failed,running\"}");
+        assertEquals(200, bulk.status(), bulk::toString);
+        JsonNode data = bulk.json().get("data");
+        assertEquals(2, data.size(), bulk::toString);
+        assertEquals(second, data.get(0).get("rerun_of").asText(), "newest first");
+        assertEquals(first, data.get(1).get("rerun_of").asText());
+        assertEquals(Json.tree("[{\"id\": \"" + running + "\", \"code\": \"run_state_conflict\"}]"),
+            bulk.json().get("skipped"));
+        for (JsonNode r : data) {
+          JsonNode run = Runs.awaitStatus(http, r.get("id").asText(), "succeeded");
+          assertEquals(r.get("rerun_of").asText(), run.get("rerun_of").asText());
+          assertFalse(run.get("steps").get(0).has("reused"), "from the start");
+        }
+        assertEquals(2, api.countRuns("rerun_of IS NOT NULL"));
+
+        Http.Reply none = http.post("/v1/runs/rerun", "{\"workflow\": \"pipeline\", \"created_before\": "
+            + "\"2000-01-01T00:00:00Z\"}");
+        assertEquals(Json.tree("{\"data\": [], \"skipped\": []}"), none.json());
+        assertProblem(http.post("/v1/runs/rerun", "{\"status\": \"failed\"}"), 400, "validation_failed", "workflow");
+        assertProblem(http.post("/v1/runs/rerun", "{\"workflow\": \"pipeline\", \"limit\": 1001}"), 400,
+            "validation_failed", "limit");
+        assertProblem(http.post("/v1/runs/rerun", "{\"workflow\": \"pipeline\", \"status\": \"broken\"}"), 400,
+            "validation_failed", "status");
+        assertProblem(http.post("/v1/runs/rerun", "{\"workflow\": \"nope\"}"), 404, "workflow_not_found");
+        assertEquals(200, http.post("/v1/runs/" + running + "/cancel", "{}").status());
+      });
+    }
+  }
+
+  @BothDatabases
   void what_cannot_be_rerun_is_refused_naming_why(Api api) throws Exception {
     try (ToolServer tool = ToolServer.start(); var engine = api.database().startEngine()) {
       api.test(http -> {
