@@ -1,8 +1,7 @@
 -- Workflow schedules (the triggers of kind "schedule", kept whole in workflow.triggers): one row per
 -- schedule, written with the workflow, with its next time. The scheduler of any instance fires a
 -- due row by moving next_run_at on with an UPDATE conditional on the time it read, in the commit
--- that stores the run (whose id derives from the workflow, the trigger and the time): each
--- scheduled time starts one run however many instances share the database.
+-- that stores the run: each scheduled time starts one run however many instances share the database.
 CREATE TABLE workflow_schedule (
   workspace_id   VARCHAR(64) NOT NULL,
   workflow_id    VARCHAR(64) NOT NULL,

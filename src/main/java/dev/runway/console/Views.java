@@ -1,6 +1,7 @@
 package dev.runway.console;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.runway.auth.ApiKey;
 import dev.runway.core.Json;
 import dev.runway.core.Slugs;
@@ -13,6 +14,7 @@ import dev.runway.workflow.WorkflowView;
 import java.time.Instant;
 import java.time.ZoneOffset;
 import java.time.format.DateTimeFormatter;
+import java.util.ArrayList;
 import java.util.List;
 
 /** What the console's templates show: plain records, every text escaped by the templates. */
@@ -133,7 +135,7 @@ public final class Views {
 
     static RunDetail of(Run run, List<Event> events, List<RunMessage> messages, Slice<Run> children, String error,
         int refresh) {
-      List<StepRow> steps = new java.util.ArrayList<>();
+      List<StepRow> steps = new ArrayList<>();
       if (!run.isAgent() && run.steps() != null) {
         for (JsonNode step : Json.tree(run.steps())) {
           String output = step.path("error").hasNonNull("message") ? step.path("error").path("message").asText()
@@ -204,18 +206,18 @@ public final class Views {
       List<ScheduleRow> schedules, String inputsSchema, String output) {
 
     static WorkflowDetail of(WorkflowView w) {
-      List<StepDefinitionRow> steps = new java.util.ArrayList<>();
+      List<StepDefinitionRow> steps = new ArrayList<>();
       for (int i = 0; i < w.steps().size(); i++) {
         JsonNode step = w.steps().get(i);
-        com.fasterxml.jackson.databind.node.ObjectNode rest = step.deepCopy();
+        ObjectNode rest = step.deepCopy();
         rest.remove(List.of("id", "type"));
         String workflow = step.path("type").asText().equals("workflow") && step.path("workflow").isTextual()
             && Slugs.isSlug(step.path("workflow").asText()) ? step.path("workflow").asText() : null;
         steps.add(new StepDefinitionRow(String.valueOf(i), step.path("id").asText(""), step.path("type").asText(),
             rest.isEmpty() ? "" : Json.string(rest), workflow));
       }
-      List<RecordTriggerRow> records = new java.util.ArrayList<>();
-      List<ScheduleRow> schedules = new java.util.ArrayList<>();
+      List<RecordTriggerRow> records = new ArrayList<>();
+      List<ScheduleRow> schedules = new ArrayList<>();
       for (JsonNode t : w.triggers()) {
         if (t.has("schedule")) {
           JsonNode when = t.path("schedule");
@@ -224,7 +226,7 @@ public final class Views {
               t.path("inputs").isEmpty() ? null : Json.string(t.path("inputs")),
               t.path("next_run_at").isTextual() ? time(Instant.parse(t.path("next_run_at").asText())) : null));
         } else {
-          List<String> on = new java.util.ArrayList<>();
+          List<String> on = new ArrayList<>();
           t.path("on").forEach(change -> on.add(change.asText()));
           records.add(new RecordTriggerRow(t.path("crm").asText(), String.join(", ", on), t.path("project").asText()));
         }

@@ -40,21 +40,6 @@ public final class Ids {
     return encode(prefix, epochMillis << 16, 0);
   }
 
-  /**
-   * The id of a record made at {@code epochMillis} for {@code key}: always the same for the two, so
-   * that making it twice collides on a unique key instead of making two (a schedule's run for one
-   * of its times). Its 80 random bits are the first of the key's SHA-256.
-   */
-  public static String keyed(String prefix, long epochMillis, String key) {
-    byte[] hash = Sha256.digest(key);
-    long high = ((hash[0] & 0xffL) << 8) | (hash[1] & 0xffL);
-    long low = 0;
-    for (int i = 2; i < 10; i++) {
-      low = (low << 8) | (hash[i] & 0xffL);
-    }
-    return encode(prefix, (epochMillis << 16) | high, low);
-  }
-
   /** The ids of one process, in the order it makes them (tests make sequences of their own). */
   static final class Sequence {
     /** The last id made: its millisecond and its 80 random bits (16 high, 64 low). */

@@ -37,8 +37,7 @@ import org.slf4j.LoggerFactory;
  * stores its run, by an UPDATE of its row conditional on the time it was read at (see
  * {@link ScheduleDao#move}), so of two instances that read it, one moves it and starts the run and
  * the other's UPDATE matches nothing and starts none. A crash before that commit leaves the
- * schedule due, for the next round of any instance. The run's id derives from the workflow, the
- * trigger and the time, so a time can make one run only.
+ * schedule due, for the next round of any instance.
  *
  * <p>A time found more than {@link #MISSED_AFTER} late (the instances were down) was missed: a
  * schedule with {@code missed: run_once} then starts one run, for the latest time missed, and one
@@ -194,8 +193,7 @@ public final class Scheduler implements AutoCloseable {
         dao.move(row, f.next(), null, null);
         continue;
       }
-      String runId = Ids.keyed("run", f.time().toEpochMilli(), row.workspaceId() + "/" + row.workflowId() + "/"
-          + row.triggerIndex() + "/" + f.time().toEpochMilli());
+      String runId = Ids.newId("run", Time.now().toEpochMilli());
       if (dao.move(row, f.next(), f.time(), runId) == 0) {
         continue; // another instance fired it first, or a put changed it
       }

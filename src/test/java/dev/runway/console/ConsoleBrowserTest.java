@@ -163,11 +163,7 @@ class ConsoleBrowserTest {
       WebDriver driver = chromium();
       WebDriverWait wait = new WebDriverWait(driver, WAIT);
       try {
-        driver.get(http.origin() + "/console/signin");
-        driver.findElement(By.id("email")).sendKeys(email);
-        driver.findElement(By.id("password")).sendKeys(ConsoleRunsTest.PASSWORD);
-        driver.findElement(By.cssSelector("form[action='/console/signin'] button[type=submit]")).click();
-        wait.until(ExpectedConditions.urlContains("/console/keys"));
+        signIn(driver, wait, http.origin(), email);
 
         driver.get(http.origin() + "/console/runs/" + run);
         wait.until(ExpectedConditions.textToBePresentInElementLocated(By.tagName("h1"), run));
@@ -191,6 +187,15 @@ class ConsoleBrowserTest {
     });
   }
 
+  /** Signs the owner made by ConsoleRunsTest.signUpOwner in, on the console's sign-in page. */
+  private static void signIn(WebDriver driver, WebDriverWait wait, String origin, String email) {
+    driver.get(origin + "/console/signin");
+    driver.findElement(By.id("email")).sendKeys(email);
+    driver.findElement(By.id("password")).sendKeys(ConsoleRunsTest.PASSWORD);
+    driver.findElement(By.cssSelector("form[action='/console/signin'] button[type=submit]")).click();
+    wait.until(ExpectedConditions.urlContains("/console/keys"));
+  }
+
   @BothDatabases
   void the_workflows_page_leads_to_a_workflows_next_scheduled_time(Api api) {
     requireChromium();
@@ -205,11 +210,7 @@ class ConsoleBrowserTest {
       WebDriver driver = chromium();
       WebDriverWait wait = new WebDriverWait(driver, WAIT);
       try {
-        driver.get(http.origin() + "/console/signin");
-        driver.findElement(By.id("email")).sendKeys(email);
-        driver.findElement(By.id("password")).sendKeys(ConsoleRunsTest.PASSWORD);
-        driver.findElement(By.cssSelector("form[action='/console/signin'] button[type=submit]")).click();
-        wait.until(ExpectedConditions.urlContains("/console/keys"));
+        signIn(driver, wait, http.origin(), email);
 
         driver.findElement(By.linkText("Workflows and agents")).click();
         wait.until(ExpectedConditions.presenceOfElementLocated(By.linkText("nightly")));
