@@ -25,7 +25,6 @@ import java.util.concurrent.CompletionException;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicLong;
 import java.util.stream.Collectors;
 import org.jdbi.v3.core.Jdbi;
 import org.slf4j.Logger;
@@ -57,7 +56,6 @@ public final class Scheduler implements AutoCloseable {
   private final RunStarts runs;
   private final Map<String, Schedule> parsed = new ConcurrentHashMap<>();
   private final Duration pollInterval;
-  private final AtomicLong fired = new AtomicLong();
   private final Semaphore stop = new Semaphore(0);
   private final Thread thread;
   private volatile boolean running = true;
@@ -86,11 +84,6 @@ public final class Scheduler implements AutoCloseable {
     Scheduler scheduler = new Scheduler(jdbi, committer, runs, Duration.ofDays(1));
     scheduler.running = false;
     return scheduler;
-  }
-
-  /** The runs this scheduler started. */
-  public long fired() {
-    return fired.get();
   }
 
   private void loop() {
@@ -199,7 +192,6 @@ public final class Scheduler implements AutoCloseable {
       }
       callsDue |= runs.startScheduled(tx, runId, f.workflow(), f.schedule().project(),
           f.schedule().inputs().deepCopy(), row.triggerIndex(), f.time());
-      tx.afterCommit(fired::incrementAndGet);
     }
     return callsDue;
   }
