@@ -134,14 +134,17 @@ public final class RunStarts {
   /** What a bulk rerun did: the new runs (each naming the run it reruns), and the runs it passed over, with why. */
   public record Reruns(List<Run> started, List<Skipped> skipped) {}
 
-  /** A run a bulk rerun passed over: {@code code} as the single rerun's refusal ({@code rerun_not_supported}, {@code run_state_conflict}). */
+  /**
+   * A run a bulk rerun passed over: {@code code} as a single rerun's refusal ({@code rerun_not_supported},
+   * {@code run_state_conflict}, {@code quota_exceeded}).
+   */
   public record Skipped(String runId, String code) {}
 
   /**
    * Reruns each of {@code sources} (runs of {@code workflowId} the caller may read) from the start,
    * as {@link #rerun} does, in one commit: all of them are stored, or none. Runs that one rerun would
-   * refuse with a 409 (agent and child runs, runs not ended) are passed over; an archived workflow is
-   * a 404 for all.
+   * refuse with a 409 (agent and child runs, runs not ended) are passed over, and so are those past
+   * the workspace's runs a minute ({@code quota_exceeded}); an archived workflow is a 404 for all.
    */
   public Reruns rerunAll(Principal caller, String workflowId, List<Run> sources) {
     workflows.findActive(caller.workspaceId(), workflowId).orElseThrow(() -> DomainException.notFound(
@@ -149,14 +152,17 @@ public final class RunStarts {
             + "' (it is archived, or was never made): its runs cannot be rerun"));
     List<Firsts> firsts = new ArrayList<>();
     List<Skipped> skipped = new ArrayList<>();
+    boolean quotaLeft = true;
     for (Run source : sources) {
       if (source.isAgent() || source.parentRunId() != null) {
         skipped.add(new Skipped(source.id(), "rerun_not_supported"));
       } else if (!source.isEnded()) {
         skipped.add(new Skipped(source.id(), "run_state_conflict"));
-      } else {
-        quotas.takeRunStart(caller.workspaceId());
+      } else if (quotaLeft && takeRunStart(caller.workspaceId())) {
         firsts.add(firstMoves(rerunOf(source, new RerunRequest(null, null, null)), caller.keyId()));
+      } else {
+        quotaLeft = false; // the workspace's runs a minute are used up: the rest wait for a later call
+        skipped.add(new Skipped(source.id(), "quota_exceeded"));
       }
     }
     if (!firsts.isEmpty()) {
@@ -172,6 +178,16 @@ public final class RunStarts {
       }
     }
     return new Reruns(firsts.stream().map(Firsts::started).toList(), skipped);
+  }
+
+  /** Whether the workspace may start one more run this minute (its quota taken if so). */
+  private boolean takeRunStart(String workspaceId) {
+    try {
+      quotas.takeRunStart(workspaceId);
+      return true;
+    } catch (DomainException e) {
+      return false;
+    }
   }
 
   /** The new run of a rerun, standing at its first step to run, not yet stored. */

@@ -173,6 +173,15 @@ class RerunTest {
         assertProblem(http.post("/v1/runs/rerun", "{\"workflow\": \"nope\"}"), 404, "workflow_not_found");
         assertEquals(200, http.post("/v1/runs/" + running + "/cancel", "{}").status());
       });
+      // With one run a minute left, the newest is rerun and the other waits for a later call.
+      api.testWithServices(s -> s.with("quotas.runs_per_minute_per_workspace", "1"), http -> {
+        Http.Reply bulk = http.post("/v1/runs/rerun", "{\"workflow\": \"pipeline\"}");
+        assertEquals(200, bulk.status(), bulk::toString);
+        assertEquals(1, bulk.json().get("data").size(), bulk::toString);
+        assertEquals(1, bulk.json().get("skipped").size(), bulk::toString);
+        assertEquals("quota_exceeded", bulk.json().get("skipped").get(0).get("code").asText());
+        assertEquals(3, api.countRuns("rerun_of IS NOT NULL"));
+      });
     }
   }
 
