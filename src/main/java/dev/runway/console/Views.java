@@ -124,13 +124,14 @@ public final class Views {
   public record MessageRow(String role, String text) {}
 
   /**
-   * One run: its record, steps (a workflow run) or transcript (an agent run), its output (text, or a
-   * JSON value pretty-printed when {@code outputIsJson}), events, its child runs (the first ones,
-   * newest first; {@code allChildren} links to the rest, null when they are all here), and what may be done.
+   * One run: its record (with the run it reruns, or null), steps (a workflow run; a rerun's reused
+   * ones say so) or transcript (an agent run), its output (text, or a JSON value pretty-printed when
+   * {@code outputIsJson}), events, its child runs (the first ones, newest first; {@code allChildren}
+   * links to the rest, null when they are all here), and what may be done.
    */
   public record RunDetail(String id, String kind, String what, String project, String status, String created,
-      String updated, String finished, String parentRunId, String inputs, String approval, String failure,
-      List<StepRow> steps, List<MessageRow> transcript, String output, boolean outputIsJson, List<EventRow> events,
+      String updated, String finished, String parentRunId, String rerunOf, String inputs, String approval,
+      String failure, List<StepRow> steps, List<MessageRow> transcript, String output, boolean outputIsJson, List<EventRow> events,
       List<RunRow> children, String allChildren, String error, int refresh) {
 
     static RunDetail of(Run run, List<Event> events, List<RunMessage> messages, Slice<Run> children, String error,
@@ -141,7 +142,8 @@ public final class Views {
           String output = step.path("error").hasNonNull("message") ? step.path("error").path("message").asText()
               : step.path("output").isMissingNode() || step.path("output").isNull() ? "" : shorten(step.path("output"));
           steps.add(new StepRow(step.path("index").asText(), step.path("id").asText(""), step.path("type").asText(),
-              step.path("status").asText(), step.path("attempts").isArray() ? String.valueOf(step.path("attempts").size())
+              step.path("status").asText() + (step.path("reused").asBoolean() ? " (reused)" : ""),
+              step.path("attempts").isArray() ? String.valueOf(step.path("attempts").size())
                   : step.path("attempts").asText(""),
               step.path("finished_at").isTextual() ? step.path("finished_at").asText().replace('T', ' ') : "", output,
               step.path("child_run_id").asText(null)));
@@ -158,7 +160,7 @@ public final class Views {
           e.actor(), e.data() == null ? "" : shorten(Json.tree(e.data())))).toList();
       return new RunDetail(run.id(), run.kind(), run.isAgent() ? run.agentId() : run.workflowId(), run.project(),
           run.status(), time(run.createdAt()), time(run.updatedAt()), run.finishedAt() == null ? null
-          : time(run.finishedAt()), run.parentRunId(), pretty(run.isAgent() ? null : run.inputs()),
+          : time(run.finishedAt()), run.parentRunId(), run.rerunOf(), pretty(run.isAgent() ? null : run.inputs()),
           pretty(run.approval()), pretty(run.error()), steps, transcript, outputText, outputIsJson, eventRows,
           children.rows().stream().map(RunRow::of).toList(),
           children.more() ? "/console/runs?parent_run_id=" + run.id() : null, error, refresh);

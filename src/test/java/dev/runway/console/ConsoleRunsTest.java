@@ -135,6 +135,31 @@ class ConsoleRunsTest {
   }
 
   @BothDatabases
+  void a_reruns_page_links_the_run_it_reruns_and_marks_its_reused_steps(Api api) {
+    try (dev.runway.engine.Engine engine = api.database().startEngine()) {
+      api.test(http -> {
+        assertEquals(201, http.put("/v1/workflows/two-gates", "{\"steps\":[{\"id\":\"ok\",\"type\":\"approval\"},"
+            + "{\"id\":\"again\",\"type\":\"approval\"}]}").status());
+        String first = start(http, "two-gates", "demo");
+        for (int gate = 0; gate < 2; gate++) {
+          dev.runway.support.Runs.awaitStatus(http, first, "awaiting_approval");
+          assertEquals(200, http.post("/v1/runs/" + first + "/approve", "{}").status());
+        }
+        dev.runway.support.Runs.awaitStatus(http, first, "succeeded");
+        Http.Reply rerun = http.post("/v1/runs/" + first + "/rerun", "{\"from_step\":\"again\"}");
+        assertEquals(200, rerun.status(), rerun::toString);
+        String id = rerun.json().get("id").asText();
+        dev.runway.support.Runs.awaitStatus(http, id, "awaiting_approval");
+        Browser.Page page = owner(api, http).get("/console/runs/" + id);
+        assertTrue(page.body().contains("<dt>Rerun of</dt><dd><a href=\"/console/runs/" + first + "\"><code>" + first
+            + "</code></a></dd>"), page::toString);
+        assertTrue(page.body().contains("succeeded (reused)"), page::toString);
+        assertTrue(page.body().contains("Approve"), "the rerun waits at the step it reruns from");
+      });
+    }
+  }
+
+  @BothDatabases
   void a_foreach_runs_page_links_its_first_100_iterations_and_the_list_of_all(Api api) {
     try (dev.runway.engine.Engine engine = api.database().startEngine()) {
       api.test(http -> {
