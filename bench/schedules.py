@@ -13,7 +13,7 @@ usage: python3 bench/schedules.py          (after mvn -B -DskipTests package bui
   RUNWAY_JAR     the jar (default: target/runway.jar)
   BENCH_DB_URL   jdbc:postgresql://... for two instances on PostgreSQL (BENCH_DB_USER: its user)
 """
-import concurrent.futures, os, statistics, subprocess, sys, tempfile, time
+import concurrent.futures, json, os, statistics, subprocess, sys, tempfile, time, urllib.error, urllib.request
 from datetime import datetime, timezone
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -38,7 +38,7 @@ def keys_for(runway, env_db):
 
 
 def call(base, key, method, path, body=None):
-    import json, urllib.request, urllib.error
+    """(status, parsed JSON or text) of one request with this key."""
     req = urllib.request.Request(base + path, method=method, data=None if body is None else json.dumps(body).encode(),
                                  headers={"Authorization": "Bearer " + key, "Content-Type": "application/json"})
     try:

@@ -228,6 +228,18 @@ public final class ToolSchemas {
         .min(java.util.Comparator.comparing(Violation::field).thenComparing(Violation::message)).orElse(null));
   }
 
+  /**
+   * As {@link #firstViolation}, a check that runs past {@link #BUDGET} being itself the violation
+   * (of {@code root}, against {@code what}: "the workflow's inputs_schema").
+   */
+  public static Violation firstViolationWithin(JsonNode schema, JsonNode value, String root, String what) {
+    try {
+      return firstViolation(schema, value, root);
+    } catch (TooSlow e) {
+      return new Violation(root, root + ": checking them against " + what + " took over " + BUDGET.toMillis() + " ms");
+    }
+  }
+
   /** A validator's message with its place ({@code $.a.b[0]}, and the missing property of a {@code required}) under {@code root}. */
   private static Violation violation(ValidationMessage m, String root) {
     String at = m.getInstanceLocation().toString();

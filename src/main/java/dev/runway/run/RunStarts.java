@@ -18,6 +18,7 @@ import dev.runway.core.WeighedCache;
 import dev.runway.db.GroupCommitter;
 import dev.runway.db.Tx;
 import dev.runway.idempotency.IdempotencyStore;
+import dev.runway.quota.QuotaExceeded;
 import dev.runway.quota.Quotas;
 import dev.runway.workflow.Step;
 import dev.runway.workflow.Workflow;
@@ -185,7 +186,7 @@ public final class RunStarts {
     try {
       quotas.takeRunStart(workspaceId);
       return true;
-    } catch (DomainException e) {
+    } catch (QuotaExceeded e) {
       return false;
     }
   }
@@ -193,17 +194,11 @@ public final class RunStarts {
   /** The new run of a rerun, standing at its first step to run, not yet stored. */
   private static Run rerunOf(Run source, RerunRequest request) {
     List<Step> steps = WorkflowRunMachine.parse(source.definition()).steps();
-    int from = 0;
-    if (request.fromStep() != null) {
-      from = -1;
-      for (int i = 0; i < steps.size() && from < 0; i++) {
-        from = steps.get(i).flow().id().equals(request.fromStep()) ? i : -1;
-      }
-      if (from < 0) {
-        throw DomainException.invalid("from_step", "run '" + source.id() + "' has no step '" + request.fromStep()
-            + "' at the top level of its definition; its steps: "
-            + String.join(", ", steps.stream().map(step -> step.flow().id()).toList()));
-      }
+    List<String> ids = steps.stream().map(step -> step.flow().id()).toList();
+    int from = request.fromStep() == null ? 0 : ids.indexOf(request.fromStep());
+    if (from < 0) {
+      throw DomainException.invalid("from_step", "run '" + source.id() + "' has no step '" + request.fromStep()
+          + "' at the top level of its definition; its steps: " + String.join(", ", ids));
     }
     ArrayNode progress = WorkflowRunMachine.initialSteps(steps);
     JsonNode ran = Json.tree(source.steps());

@@ -45,14 +45,8 @@ public record WorkflowDefinition(String name, String description, boolean requir
 
   /** A schedule's inputs must meet the inputs_schema, as a start's must: else a 400 naming the field. */
   private static void checkInputs(JsonNode inputsSchema, Schedule schedule) {
-    String at = "triggers[" + schedule.position() + "].inputs";
-    ToolSchemas.Violation violation;
-    try {
-      violation = ToolSchemas.firstViolation(inputsSchema, schedule.inputs(), at);
-    } catch (ToolSchemas.TooSlow e) {
-      violation = new ToolSchemas.Violation(at, at + ": checking them against the inputs_schema took over "
-          + ToolSchemas.BUDGET.toMillis() + " ms");
-    }
+    ToolSchemas.Violation violation = ToolSchemas.firstViolationWithin(inputsSchema, schedule.inputs(),
+        "triggers[" + schedule.position() + "].inputs", "the inputs_schema");
     if (violation != null) {
       throw DomainException.invalid(violation.field(), violation.message());
     }

@@ -123,7 +123,9 @@ public final class WorkflowService {
       }
       dao.deleteTriggers(workspaceId, id);
       definition.triggers().crm().forEach(t -> dao.insertTrigger(workspaceId, id, t));
-      storeSchedules(h.attach(ScheduleDao.class), workspaceId, id, definition.triggers().schedules(), now);
+      if (!definition.triggers().schedules().isEmpty() || existing.filter(WorkflowService::scheduled).isPresent()) {
+        storeSchedules(h.attach(ScheduleDao.class), workspaceId, id, definition.triggers().schedules(), now);
+      }
       return new Saved(workflow, existing.isEmpty());
     });
   }
@@ -151,9 +153,14 @@ public final class WorkflowService {
     stored.keySet().forEach(index -> dao.delete(workspaceId, id, index));
   }
 
+  /** Whether the workflow's triggers include a schedule (then rows of workflow_schedule go with it). */
+  private static boolean scheduled(Workflow workflow) {
+    return workflow.triggers().contains("\"schedule\"");
+  }
+
   /** The workflow as the API shows it, with its schedules' next times. */
   public WorkflowView view(Workflow workflow) {
-    List<ScheduleDao.Row> schedules = workflow.triggers().contains("\"schedule\"")
+    List<ScheduleDao.Row> schedules = scheduled(workflow)
         ? jdbi.withExtension(ScheduleDao.class, dao -> dao.of(workflow.workspaceId(), workflow.id()))
         : List.of();
     return WorkflowView.of(workflow, schedules);
