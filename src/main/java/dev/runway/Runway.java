@@ -222,6 +222,14 @@ public final class Runway implements AutoCloseable {
 
   private static void sweep(Services services) {
     try {
+      int removed = services.hooks().sweep();
+      if (removed > 0) {
+        LOG.info("removed {} delivery ids and ended hooks of inbound webhooks", removed);
+      }
+    } catch (RuntimeException e) {
+      LOG.warn("inbound webhook sweep failed: {}", e.getMessage());
+    }
+    try {
       int removed = services.idempotency().sweep();
       if (removed > 0) {
         LOG.info("removed {} expired idempotency keys", removed);

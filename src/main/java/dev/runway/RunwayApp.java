@@ -28,6 +28,7 @@ import dev.runway.run.RunRoutes;
 import dev.runway.secret.SecretRoutes;
 import dev.runway.usage.UsageRoutes;
 import dev.runway.webhook.WebhookRoutes;
+import dev.runway.trigger.HookRoutes;
 import dev.runway.workflow.WorkflowRoutes;
 import io.javalin.Javalin;
 import io.javalin.config.RoutesConfig;
@@ -60,6 +61,7 @@ public final class RunwayApp {
     EventRoutes events = new EventRoutes(services.runs(), services.events(), streams);
     RunRoutes runs = new RunRoutes(services.starts(), services.runs(), bodies, resumeOn(threads),
         settings.maxPageBytes());
+    HookRoutes hooks = new HookRoutes(services.hooks(), resumeOn(threads));
     WorkflowRoutes workflows = new WorkflowRoutes(services.workflows(), bodies, settings.maxPageBytes());
     SecretRoutes secrets = new SecretRoutes(services.secrets(), bodies);
     AgentRoutes agents = new AgentRoutes(services.agents(), bodies, settings.maxPageBytes());
@@ -169,6 +171,9 @@ public final class RunwayApp {
       routes.get("/v1/workflows/{id}", workflows::get, Scope.RUNS_READ);
       routes.delete("/v1/workflows/{id}", workflows::archive, Scope.WORKFLOWS_WRITE);
       routes.get("/v1/workflows", workflows::list, Scope.RUNS_READ);
+      routes.post("/v1/workflows/{id}/triggers/{index}/rotate_hook", workflows::rotateHook, Scope.WORKFLOWS_WRITE);
+      // Inbound webhooks: no API key; the hook's id and the sender's signature are the credential.
+      routes.post("/hooks/{hookId}", hooks::receive);
 
       routes.put("/v1/agents/{id}", agents::put, Scope.WORKFLOWS_WRITE);
       routes.get("/v1/agents/{id}", agents::get, Scope.RUNS_READ);

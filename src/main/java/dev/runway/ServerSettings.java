@@ -54,7 +54,8 @@ public record ServerSettings(
     MetricsSettings metrics,
     java.util.Map<dev.runway.quota.Quota, Integer> quotas,
     int maxPageBytes,
-    Duration heartbeat) {
+    Duration heartbeat,
+    dev.runway.trigger.HookSettings hooks) {
 
   public static ServerSettings from(Settings s) {
     String url = s.string("db.url");
@@ -111,7 +112,8 @@ public record ServerSettings(
         s.integer("http.max_page_bytes", 1024, 64 * 1024 * 1024),
         // At most a third of the lease: a lease outlives two missed beats.
         dev.runway.instance.Leases.beatFor(Duration.ofMillis(s.integer("instances.heartbeat_ms", 100, 600_000)),
-            Duration.ofSeconds(s.integer("engine.lease_seconds", 1, 3600))));
+            Duration.ofSeconds(s.integer("engine.lease_seconds", 1, 3600))),
+        dev.runway.trigger.HookSettings.from(s));
   }
 
   private static boolean isKey(String base64) {

@@ -18,6 +18,7 @@ import dev.runway.run.RunService;
 import dev.runway.run.RunStarts;
 import dev.runway.secret.SecretBox;
 import dev.runway.secret.SecretService;
+import dev.runway.trigger.HookReceiver;
 import dev.runway.usage.TokenQuota;
 import dev.runway.webhook.WebhookService;
 import dev.runway.workflow.WorkflowService;
@@ -26,7 +27,7 @@ import dev.runway.workflow.WorkflowService;
 public record Services(Database database, ApiKeyService keys, WorkflowService workflows, RunStarts starts,
     RunService runs, EventReads events, SecretService secrets, AgentService agents, IdempotencyStore idempotency,
     CrmService crm, CrmWriter crmSteps, WebhookService webhooks, AccountService accounts, SessionService sessions,
-    Metrics metrics, Quotas quotas) {
+    Metrics metrics, Quotas quotas, HookReceiver hooks) {
 
   /** Services without metrics (the keys and accounts commands, some tests): no /metrics, nothing counted. */
   public static Services over(Database database, ServerSettings settings, Runnable runDue) {
@@ -48,7 +49,9 @@ public record Services(Database database, ApiKeyService keys, WorkflowService wo
   public static Services over(Database database, ServerSettings settings, Metrics metrics, Runnable runDue,
       CallPlaces places) {
     Quotas quotas = new Quotas(settings.quotas(), !settings.isH2());
-    WorkflowService workflows = new WorkflowService(database.jdbi(), quotas, settings.model().allowed());
+    SecretService secrets = new SecretService(database.jdbi(),
+        () -> SecretBox.load(settings.secretsKey(), settings.secretsKeyFile()), quotas);
+    WorkflowService workflows = new WorkflowService(database.jdbi(), quotas, settings.model().allowed(), secrets::box);
     AgentService agents = new AgentService(database.jdbi(), settings.model().allowed(),
         new TokenQuota(database.jdbi(), settings.model().tokensPerWorkspacePerDay()), quotas);
     IdempotencyStore idempotency = new IdempotencyStore(database.jdbi(), settings.idempotencyTtl());
@@ -60,8 +63,6 @@ public record Services(Database database, ApiKeyService keys, WorkflowService wo
     RunStarts starts = new RunStarts(database.committer(), workflows, agents, idempotency,
         settings.engine().approvalTimeoutSeconds(), runDue, quotas, machines);
     RunService runs = new RunService(database.jdbi(), database.committer(), machines, runDue);
-    SecretService secrets = new SecretService(database.jdbi(),
-        () -> SecretBox.load(settings.secretsKey(), settings.secretsKeyFile()), quotas);
     return new Services(
         database,
         new ApiKeyService(database.jdbi(), settings.keyCache(), quotas),
@@ -78,6 +79,7 @@ public record Services(Database database, ApiKeyService keys, WorkflowService wo
         new AccountService(database.jdbi(), settings.console()),
         new SessionService(database.jdbi(), settings.console()),
         metrics,
-        quotas);
+        quotas,
+        new HookReceiver(database.jdbi(), database.committer(), workflows, starts, secrets, quotas, settings.hooks()));
   }
 }

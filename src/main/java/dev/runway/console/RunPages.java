@@ -12,6 +12,7 @@ import dev.runway.core.Slugs;
 import dev.runway.db.Slice;
 import dev.runway.events.EventReads;
 import dev.runway.http.ErrorMapper;
+import dev.runway.http.RequestBase;
 import dev.runway.run.Event;
 import dev.runway.run.Run;
 import dev.runway.run.RunFilter;
@@ -195,7 +196,7 @@ public final class RunPages {
       return;
     }
     pages.render(ctx, 200, "workflow.jte", "frame", pages.frame("Workflow " + workflow.id(), signed.get(),
-        "workflows"), "workflow", Views.WorkflowDetail.of(workflows.view(workflow)));
+        "workflows"), "workflow", Views.WorkflowDetail.of(workflows.view(workflow, RequestBase.of(ctx))));
   }
 
   private void showRun(Context ctx, SignedIn signed, int status, String error) {

@@ -328,16 +328,39 @@ public final class RunStarts {
    */
   public boolean startScheduled(Tx tx, String runId, Workflow workflow, String project, ObjectNode inputs,
       int triggerIndex, Instant scheduledAt) {
-    WorkflowTemplate template = template(workflow);
-    Run run = newRun(runId, template, workflow, project, inputs);
-    Firsts firsts = firstMoves(run, SCHEDULE_ACTOR, template.violation(inputs));
-    firsts.events().add(0, RunMachine.event(run, "schedule.fired", SCHEDULE_ACTOR, Map.of("trigger", triggerIndex,
-        "scheduled_at", Json.TIME.format(scheduledAt)), run.createdAt()));
-    return insert(tx, firsts);
+    return startFired(tx, runId, workflow, project, inputs, SCHEDULE_ACTOR, "schedule.fired",
+        Map.of("trigger", triggerIndex, "scheduled_at", Json.TIME.format(scheduledAt)));
   }
 
   /** The actor of the runs that schedules start, and of their events. */
   public static final String SCHEDULE_ACTOR = "schedule";
+
+  /**
+   * Starts run {@code runId} of {@code workflow} in {@code tx} for a delivery to the hook of trigger
+   * {@code triggerIndex} (see {@link #startInTransaction}): its timeline begins with
+   * {@code hook.received} ({@code deliveryId} null when the sender named none), its events name
+   * {@value #HOOK_ACTOR} as their actor. Returns whether it has work due now.
+   */
+  public boolean startHooked(Tx tx, String runId, Workflow workflow, String project, ObjectNode inputs,
+      int triggerIndex, String deliveryId) {
+    Map<String, Object> data = new java.util.LinkedHashMap<>();
+    data.put("trigger", triggerIndex);
+    data.put("delivery_id", deliveryId);
+    return startFired(tx, runId, workflow, project, inputs, HOOK_ACTOR, "hook.received", data);
+  }
+
+  /** The actor of the runs that inbound webhooks start, and of their events. */
+  public static final String HOOK_ACTOR = "hook";
+
+  /** A run started by a trigger firing: {@code eventType} with {@code data} first in its timeline, {@code actor} on each event. */
+  private boolean startFired(Tx tx, String runId, Workflow workflow, String project, ObjectNode inputs, String actor,
+      String eventType, Map<String, Object> data) {
+    WorkflowTemplate template = template(workflow);
+    Run run = newRun(runId, template, workflow, project, inputs);
+    Firsts firsts = firstMoves(run, actor, template.violation(inputs));
+    firsts.events().add(0, RunMachine.event(run, eventType, actor, data, run.createdAt()));
+    return insert(tx, firsts);
+  }
 
   /** Tells the engine (and the trigger processor) that runs started by {@link #startInTransaction}, or requested, have work due now. */
   public void runsBecameDue() {

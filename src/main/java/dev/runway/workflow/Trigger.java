@@ -15,7 +15,7 @@ import java.util.Set;
  * What starts a workflow besides a caller: {@code {"crm": "contacts", "on": ["created", "updated"],
  * "project": "crm"}} starts one run for each such change of a contacts record, in the change's commit.
  * {@code project} (default {@value #DEFAULT_PROJECT}) is the project of those runs. The other kind
- * of trigger is a {@link Schedule}.
+ * of trigger are a {@link Schedule} and a {@link Hook} (an inbound webhook).
  */
 public record Trigger(String objectType, boolean onCreated, boolean onUpdated, boolean onDeleted, String project) {
   public static final String DEFAULT_PROJECT = "crm";
@@ -36,7 +36,8 @@ public record Trigger(String objectType, boolean onCreated, boolean onUpdated, b
   }
 
   /**
-   * Checks a definition's {@code triggers} array of CRM triggers and schedules ({@link Schedule});
+   * Checks a definition's {@code triggers} array of CRM triggers, schedules ({@link Schedule}) and
+   * inbound webhooks ({@link Hook});
    * each fault is a 400 naming {@code triggers[i].field}.
    */
   public static Triggers parseAll(JsonNode triggers) {
@@ -45,6 +46,7 @@ public record Trigger(String objectType, boolean onCreated, boolean onUpdated, b
     }
     List<Trigger> parsed = new ArrayList<>();
     List<Schedule> schedules = new ArrayList<>();
+    List<Hook> hooks = new ArrayList<>();
     ArrayNode json = Json.MAPPER.createArrayNode();
     Set<String> types = new HashSet<>();
     for (int i = 0; i < triggers.size(); i++) {
@@ -53,12 +55,19 @@ public record Trigger(String objectType, boolean onCreated, boolean onUpdated, b
       if (!node.isObject()) {
         throw DomainException.invalid(at, at
             + " must be an object such as {\"crm\": \"contacts\", \"on\": [\"created\"]} or {\"schedule\": "
-            + "{\"cron\": \"0 9 * * MON-FRI\", \"timezone\": \"Europe/Paris\"}}");
+            + "{\"cron\": \"0 9 * * MON-FRI\", \"timezone\": \"Europe/Paris\"}} or {\"webhook\": {\"verify\": "
+            + "\"github\", \"secret\": \"NAME\"}}");
       }
       if (node.has("schedule")) {
         Schedule schedule = Schedule.parse(i, (ObjectNode) node, at);
         schedules.add(schedule);
         json.add(schedule.toJson());
+        continue;
+      }
+      if (node.has("webhook")) {
+        Hook hook = Hook.parse(i, (ObjectNode) node, at);
+        hooks.add(hook);
+        json.add(hook.toJson());
         continue;
       }
       JsonFields fields = JsonFields.of((ObjectNode) node, FIELDS, at + ".");
@@ -78,7 +87,7 @@ public record Trigger(String objectType, boolean onCreated, boolean onUpdated, b
       throw DomainException.invalid("triggers", "the triggers take " + text.length() + " characters as JSON, more "
           + "than the " + MAX_JSON_CHARS + " a workflow may have (a schedule's inputs count)");
     }
-    return new Triggers(parsed, schedules, text);
+    return new Triggers(parsed, schedules, hooks, text);
   }
 
   private static Set<String> changes(JsonNode on, String at) {
@@ -107,10 +116,10 @@ public record Trigger(String objectType, boolean onCreated, boolean onUpdated, b
   }
 
   /**
-   * A workflow's triggers: those on CRM changes and the schedules, and all of them in their order
-   * as stored and shown ({@code json}).
+   * A workflow's triggers: those on CRM changes, the schedules and the inbound webhooks, and all of
+   * them in their order as stored and shown ({@code json}).
    */
-  public record Triggers(List<Trigger> crm, List<Schedule> schedules, String json) {
-    public static final Triggers NONE = new Triggers(List.of(), List.of(), "[]");
+  public record Triggers(List<Trigger> crm, List<Schedule> schedules, List<Hook> hooks, String json) {
+    public static final Triggers NONE = new Triggers(List.of(), List.of(), List.of(), "[]");
   }
 }

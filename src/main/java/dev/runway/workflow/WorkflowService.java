@@ -11,6 +11,8 @@ import dev.runway.db.SqlErrors;
 import dev.runway.quota.Quota;
 import dev.runway.quota.QuotaDao;
 import dev.runway.quota.Quotas;
+import dev.runway.core.Sha256;
+import dev.runway.secret.SecretBox;
 import dev.runway.secret.SecretUse;
 import java.time.Instant;
 import dev.runway.core.Json;
@@ -22,6 +24,8 @@ import java.util.Map;
 import java.util.Objects;
 import java.util.Set;
 import java.util.Optional;
+import java.util.function.Supplier;
+import org.jdbi.v3.core.Handle;
 import org.jdbi.v3.core.Jdbi;
 
 /** Creates, replaces, reads and archives workflow definitions within a workspace. */
@@ -44,8 +48,12 @@ public final class WorkflowService {
 
   private record Cached(Optional<Workflow> workflow, long expiresAtNanos) {}
 
-  public WorkflowService(Jdbi jdbi, Quotas quotas, AllowedModels allowedModels) {
+  /** What seals hook ids (the credentials of the hooks' URLs) in the database: the secrets key. */
+  private final Supplier<SecretBox> box;
+
+  public WorkflowService(Jdbi jdbi, Quotas quotas, AllowedModels allowedModels, Supplier<SecretBox> box) {
     this.jdbi = jdbi;
+    this.box = box;
     this.quotas = quotas;
     this.allowedModels = allowedModels;
   }
@@ -126,6 +134,9 @@ public final class WorkflowService {
       if (!definition.triggers().schedules().isEmpty() || existing.filter(WorkflowService::scheduled).isPresent()) {
         storeSchedules(h.attach(ScheduleDao.class), workspaceId, id, definition.triggers().schedules(), now);
       }
+      if (!definition.triggers().hooks().isEmpty() || existing.filter(WorkflowService::hooked).isPresent()) {
+        storeHooks(h.attach(HookDao.class), workspaceId, id, definition.triggers().hooks(), now);
+      }
       return new Saved(workflow, existing.isEmpty());
     });
   }
@@ -153,17 +164,96 @@ public final class WorkflowService {
     stored.keySet().forEach(index -> dao.delete(workspaceId, id, index));
   }
 
+  /**
+   * Gives each webhook trigger a hook: one the trigger's position had keeps its id (a put that
+   * changes the scheme, the secret or the project keeps the URL the sender has), a new one gets a new
+   * id, and the hook of a position that is no longer a webhook trigger stops at once.
+   */
+  private void storeHooks(HookDao dao, String workspaceId, String id, List<Hook> hooks, Instant now) {
+    Set<Integer> current = new HashSet<>();
+    dao.current(workspaceId, id).forEach(row -> current.add(row.triggerIndex()));
+    for (Hook hook : hooks) {
+      if (!current.remove(hook.position())) {
+        insertHook(dao, workspaceId, id, hook.position(), now);
+      }
+    }
+    current.forEach(index -> dao.expire(workspaceId, id, index, now));
+  }
+
+  private void insertHook(HookDao dao, String workspaceId, String workflowId, int triggerIndex, Instant now) {
+    String hookId = Hook.newId();
+    dao.insert(new HookDao.Row(Sha256.hex(hookId), box.get().encrypt(workspaceId, HOOK_SEAL, hookId), workspaceId,
+        workflowId, triggerIndex, now, null));
+  }
+
+  /** The name hook ids are sealed under (bound, with the workspace, into each sealed id). */
+  private static final String HOOK_SEAL = "workflow_hook";
+
+  /** The most seconds a rotated hook's old URL may keep working. */
+  public static final long MAX_ROTATION_GRACE_SECONDS = 86_400;
+
+  /**
+   * Gives webhook trigger {@code triggerIndex} of the workflow a new hook id (a new URL); the old
+   * one keeps working {@code graceSeconds} more (0: it stops now). 404 for an archived or missing
+   * workflow; 400 naming {@code trigger} when that trigger is not a webhook.
+   */
+  public Workflow rotateHook(String workspaceId, String id, int triggerIndex, long graceSeconds) {
+    return jdbi.inTransaction(h -> {
+      WorkflowDao dao = h.attach(WorkflowDao.class);
+      Workflow workflow = dao.findForUpdate(workspaceId, id).filter(w -> !w.archived())
+          .orElseThrow(() -> notFound(workspaceId, id));
+      com.fasterxml.jackson.databind.JsonNode trigger = Json.tree(workflow.triggers()).path(triggerIndex);
+      if (!trigger.has("webhook")) {
+        throw DomainException.invalid("trigger", "trigger " + triggerIndex + " of workflow '" + id
+            + "' is not a webhook trigger: only a webhook trigger has a URL to rotate");
+      }
+      Instant now = Time.now();
+      HookDao hooks = h.attach(HookDao.class);
+      hooks.expire(workspaceId, id, triggerIndex, now.plusSeconds(graceSeconds));
+      insertHook(hooks, workspaceId, id, triggerIndex, now);
+      return workflow;
+    });
+  }
+
+  /** Whether the workflow's triggers include a webhook (then rows of workflow_hook go with it). */
+  private static boolean hooked(Workflow workflow) {
+    return workflow.triggers().contains("\"webhook\"");
+  }
+
   /** Whether the workflow's triggers include a schedule (then rows of workflow_schedule go with it). */
   private static boolean scheduled(Workflow workflow) {
     return workflow.triggers().contains("\"schedule\"");
   }
 
-  /** The workflow as the API shows it, with its schedules' next times. */
-  public WorkflowView view(Workflow workflow) {
-    List<ScheduleDao.Row> schedules = scheduled(workflow)
-        ? jdbi.withExtension(ScheduleDao.class, dao -> dao.of(workflow.workspaceId(), workflow.id()))
-        : List.of();
-    return WorkflowView.of(workflow, schedules);
+  /**
+   * The workflow as the API shows it, with its schedules' next times and its hooks' URLs, made on
+   * {@code baseUrl} (the server's address as the caller reaches it).
+   */
+  public WorkflowView view(Workflow workflow, String baseUrl) {
+    if (!scheduled(workflow) && !hooked(workflow)) {
+      return WorkflowView.of(workflow, List.of(), Map.of());
+    }
+    return jdbi.withHandle(h -> {
+      List<ScheduleDao.Row> schedules = scheduled(workflow)
+          ? h.attach(ScheduleDao.class).of(workflow.workspaceId(), workflow.id()) : List.of();
+      Map<Integer, String> hookUrls = new HashMap<>();
+      if (hooked(workflow)) {
+        for (HookDao.Row row : h.attach(HookDao.class).current(workflow.workspaceId(), workflow.id())) {
+          String hookId = unseal(row);
+          hookUrls.put(row.triggerIndex(), hookId == null ? null : baseUrl + "/hooks/" + hookId);
+        }
+      }
+      return WorkflowView.of(workflow, schedules, hookUrls);
+    });
+  }
+
+  /** The hook's id; null when the secrets key that sealed it is not this server's (a rotation gives a new one). */
+  private String unseal(HookDao.Row row) {
+    try {
+      return box.get().decrypt(row.workspaceId(), HOOK_SEAL, row.idSealed());
+    } catch (SecretBox.Unreadable e) {
+      return null;
+    }
   }
 
   /**

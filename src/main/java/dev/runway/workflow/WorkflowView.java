@@ -6,6 +6,7 @@ import dev.runway.core.Json;
 import dev.runway.secret.SecretReferences;
 import java.time.Instant;
 import java.util.List;
+import java.util.Map;
 
 /** A workflow as the API shows it. */
 public record WorkflowView(
@@ -28,15 +29,19 @@ public record WorkflowView(
   }
 
   /**
-   * The workflow with each schedule's {@code next_run_at} from its stored row ({@code schedules});
-   * null for a schedule without one (the workflow is archived).
+   * The workflow with each schedule's {@code next_run_at} from its stored row ({@code schedules}),
+   * null for a schedule without one (the workflow is archived), and each webhook trigger's
+   * {@code hook_url} from {@code hookUrls} (by trigger index; null when it has none).
    */
-  public static WorkflowView of(Workflow w, List<ScheduleDao.Row> schedules) {
+  public static WorkflowView of(Workflow w, List<ScheduleDao.Row> schedules, Map<Integer, String> hookUrls) {
     WorkflowView view = of(w);
     for (int i = 0; i < view.triggers().size(); i++) {
       JsonNode trigger = view.triggers().get(i);
       if (trigger.has("schedule")) {
         ((ObjectNode) trigger).putNull("next_run_at");
+      }
+      if (trigger.has("webhook")) {
+        ((ObjectNode) trigger).put("hook_url", hookUrls.get(i));
       }
     }
     for (ScheduleDao.Row row : schedules) {
