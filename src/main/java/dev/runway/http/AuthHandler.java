@@ -90,6 +90,9 @@ public final class AuthHandler {
    */
   public static java.util.function.Function<String, Principal> callerOf(ApiKeyService keys) {
     return header -> {
+      if (header == null) {
+        return null; // no key: the common case off /v1 (console forms, inbound webhooks), with no exception made
+      }
       try {
         return keys.authenticate(bearerToken(header)).principal();
       } catch (ApiException refused) {

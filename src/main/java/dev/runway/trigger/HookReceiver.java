@@ -10,9 +10,9 @@ import dev.runway.core.Json;
 import dev.runway.core.RateLimiter;
 import dev.runway.core.Sha256;
 import dev.runway.core.Time;
+import dev.runway.core.WeighedCache;
 import dev.runway.db.GroupCommitter;
 import dev.runway.db.SqlErrors;
-import dev.runway.db.Tx;
 import dev.runway.quota.Quotas;
 import dev.runway.run.RunStarts;
 import dev.runway.secret.SecretSource;
@@ -25,6 +25,7 @@ import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.Locale;
+import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
@@ -53,6 +54,19 @@ public final class HookReceiver {
   private final SecretSource secrets;
   private final Quotas quotas;
   private final RateLimiter perHook;
+  /**
+   * Hooks' rows by the SHA-256 of their id, found or not (about 2 MB), and the secrets they check
+   * with (about 1 MB), each trusted {@link #CACHE_NANOS}: a delivery then reads nothing but its
+   * duplicate check. A hook rotated or removed, or a secret changed, through another instance
+   * takes effect within that time, as a workflow's edit does (see WorkflowService#findActive).
+   */
+  private final WeighedCache<String, Cached<HookDao.Row>> rows = new WeighedCache<>(2_000_000, (k, v) -> 600);
+  private final WeighedCache<String, Cached<String>> secretValues = new WeighedCache<>(1_000_000,
+      (k, v) -> k.length() + 100 + v.value().map(String::length).orElse(0));
+  private static final long CACHE_NANOS = 1_000_000_000L;
+
+  /** A value read, kept until {@code expiresAtNanos} while no hook changed through this instance since ({@code changes}). */
+  private record Cached<T>(Optional<T> value, long expiresAtNanos, long changes) {}
 
   public HookReceiver(Jdbi jdbi, GroupCommitter committer, WorkflowService workflows, RunStarts runs,
       SecretSource secrets, Quotas quotas, HookSettings settings) {
@@ -96,13 +110,6 @@ public final class HookReceiver {
     verify(row, hook, delivery, now);
     JsonNode body = body(delivery);
     String deliveryId = deliveryId(hook.verify(), delivery, body);
-    if (deliveryId != null) {
-      String earlier = jdbi.withExtension(HookDeliveryDao.class, dao -> dao.runOf(row.workspaceId(), row.workflowId(),
-          row.triggerIndex(), deliveryId, now.minus(DEDUPLICATION))).orElse(null);
-      if (earlier != null) {
-        return CompletableFuture.completedFuture(new Received(earlier, true));
-      }
-    }
     quotas.takeRunStart(row.workspaceId());
     ObjectNode inputs = Json.MAPPER.createObjectNode();
     inputs.set("body", body);
@@ -113,77 +120,109 @@ public final class HookReceiver {
         headers.put(name, value);
       }
     }
-    String runId = Ids.newId("run", now.toEpochMilli());
-    return committer.submit(row.workspaceId(), tx -> start(tx, row, workflow, hook, inputs, deliveryId, runId, now))
-        .handle((started, failure) -> {
-          if (failure == null) {
-            if (started.callDue()) {
-              runs.runsBecameDue();
-            }
-            return started.received();
-          }
-          Throwable cause = failure instanceof CompletionException && failure.getCause() != null ? failure.getCause() : failure;
-          if (deliveryId != null && SqlErrors.isUniqueViolation(cause)) { // a copy on another instance was first
-            String first = jdbi.withExtension(HookDeliveryDao.class, dao -> dao.runOf(row.workspaceId(),
-                row.workflowId(), row.triggerIndex(), deliveryId, now.minus(DEDUPLICATION))).orElse(null);
-            if (first != null) {
-              return new Received(first, true);
-            }
-          }
-          throw cause instanceof RuntimeException r ? r : new CompletionException(cause);
-        });
+    return start(row, workflow, hook, inputs, deliveryId, now, false);
   }
 
-  private record Started(Received received, boolean callDue) {}
-
-  /** In the commit: the delivery's id recorded (unless a copy in the same or an earlier commit has it), then the run. */
-  private Started start(Tx tx, HookDao.Row row, Workflow workflow, Hook hook, ObjectNode inputs, String deliveryId,
-      String runId, Instant now) {
-    if (deliveryId != null) {
-      HookDeliveryDao dao = tx.dao(HookDeliveryDao.class);
-      String earlier = dao.runOf(row.workspaceId(), row.workflowId(), row.triggerIndex(), deliveryId,
-          now.minus(DEDUPLICATION)).orElse(null);
-      if (earlier != null) {
-        return new Started(new Received(earlier, true), false);
+  /**
+   * Stores the run and the delivery's id in one commit. A copy of the delivery committed first (on
+   * this instance or another) makes the insert of the id fail on its unique key: then its run is
+   * the answer, or, when that copy is past {@link #DEDUPLICATION} and not swept yet, its id is taken
+   * over ({@code replaceOld}).
+   */
+  private CompletableFuture<Received> start(HookDao.Row row, Workflow workflow, Hook hook, ObjectNode inputs,
+      String deliveryId, Instant now, boolean replaceOld) {
+    String runId = Ids.newId("run", Time.now().toEpochMilli());
+    return committer.submit(row.workspaceId(), tx -> {
+      if (deliveryId != null) {
+        HookDeliveryDao dao = tx.dao(HookDeliveryDao.class);
+        if (replaceOld) {
+          dao.deleteOld(row.workspaceId(), row.workflowId(), row.triggerIndex(), deliveryId, now.minus(DEDUPLICATION));
+        }
+        dao.insert(row.workspaceId(), row.workflowId(), row.triggerIndex(), deliveryId, runId, now);
       }
-      dao.deleteOld(row.workspaceId(), row.workflowId(), row.triggerIndex(), deliveryId, now.minus(DEDUPLICATION));
-      dao.insert(row.workspaceId(), row.workflowId(), row.triggerIndex(), deliveryId, runId, now);
-    }
-    boolean callDue = runs.startHooked(tx, runId, workflow, hook.project(), inputs.deepCopy(), row.triggerIndex(),
-        deliveryId);
-    return new Started(new Received(runId, false), callDue);
+      return runs.startHooked(tx, runId, workflow, hook.project(), inputs.deepCopy(), row.triggerIndex(), deliveryId);
+    }).handle((callDue, failure) -> {
+      if (failure == null) {
+        if (callDue) {
+          runs.runsBecameDue();
+        }
+        return CompletableFuture.completedFuture(new Received(runId, false));
+      }
+      Throwable cause = failure instanceof CompletionException && failure.getCause() != null ? failure.getCause() : failure;
+      if (deliveryId != null && !replaceOld && SqlErrors.isUniqueViolation(cause)) {
+        Optional<Taken> first = taken(row, deliveryId);
+        if (first.isPresent() && first.get().receivedAt().isAfter(now.minus(DEDUPLICATION))) {
+          return CompletableFuture.completedFuture(new Received(first.get().runId(), true));
+        }
+        return start(row, workflow, hook, inputs, deliveryId, now, true);
+      }
+      throw cause instanceof RuntimeException r ? r : new CompletionException(cause);
+    }).thenCompose(received -> received);
   }
 
-  /** The hook's row: 404 for an id not of a hook's form, unknown, or ended (all take one indexed read by hash). */
+  /** A delivery id as stored: the run it started, and when. */
+  public record Taken(String runId, Instant receivedAt) {}
+
+  private Optional<Taken> taken(HookDao.Row row, String deliveryId) {
+    return jdbi.withExtension(HookDeliveryDao.class, dao -> dao.find(row.workspaceId(), row.workflowId(),
+        row.triggerIndex(), deliveryId));
+  }
+
+  /**
+   * The hook's row: 404 for an id not of a hook's form, unknown, or ended. Rows are read by the
+   * SHA-256 of the id and kept {@link #CACHE_NANOS}, whether found or not, so every id, known or
+   * not, takes the same path.
+   */
   private HookDao.Row hook(String hookId, Instant now) {
     if (!Hook.ID.matcher(hookId).matches()) {
       throw notFound();
     }
     String hash = Sha256.hex(hookId);
-    return jdbi.withExtension(HookDao.class, dao -> dao.find(hash))
-        .filter(r -> r.expiresAt() == null || r.expiresAt().isAfter(now))
-        .orElseThrow(HookReceiver::notFound);
+    long nanos = System.nanoTime();
+    long changes = workflows.hookChanges();
+    Cached<HookDao.Row> cached = rows.get(hash);
+    Optional<HookDao.Row> row;
+    if (cached != null && nanos - cached.expiresAtNanos() < 0 && cached.changes() == changes) {
+      row = cached.value();
+    } else {
+      row = jdbi.withExtension(HookDao.class, dao -> dao.find(hash));
+      rows.put(hash, new Cached<>(row, nanos + CACHE_NANOS, changes));
+    }
+    return row.filter(r -> r.expiresAt() == null || r.expiresAt().isAfter(now)).orElseThrow(HookReceiver::notFound);
   }
 
   private void verify(HookDao.Row row, Hook hook, Delivery delivery, Instant now) {
     if (hook.verify() == Hook.Verify.NONE) {
       return;
     }
-    String secret;
-    try {
-      secret = secrets.values(row.workspaceId(), Set.of(hook.secret())).get(hook.secret()).value();
-    } catch (SecretSource.Unavailable e) {
-      // The operator's fault, not the sender's: told in the log; the sender sees only a refusal.
-      LOG.warn("hook of trigger {} of workflow '{}' in workspace '{}' cannot check signatures: {}", row.triggerIndex(),
-          row.workflowId(), row.workspaceId(), e.getMessage());
-      throw new DomainException(Kind.UNAUTHENTICATED, "signature_invalid", "the signature cannot be checked");
-    }
-    HookSignatures.Refusal refusal = secret.isEmpty()
+    String secret = secret(row, hook.secret());
+    HookSignatures.Refusal refusal = secret == null || secret.isEmpty()
         ? new HookSignatures.Refusal("signature_invalid", "the signature cannot be checked")
         : HookSignatures.check(hook.verify(), secret, name -> delivery.headers().apply(name), delivery.body(), now);
     if (refusal != null) {
       throw new DomainException(Kind.UNAUTHENTICATED, refusal.code(), refusal.detail());
     }
+  }
+
+  /** The workspace secret's value, kept {@link #CACHE_NANOS}; null when it is not set or cannot be read (logged). */
+  private String secret(HookDao.Row row, String name) {
+    String key = row.workspaceId() + "/" + name;
+    long nanos = System.nanoTime();
+    Cached<String> cached = secretValues.get(key);
+    if (cached != null && nanos - cached.expiresAtNanos() < 0) {
+      return cached.value().orElse(null);
+    }
+    Optional<String> value;
+    try {
+      value = Optional.of(secrets.values(row.workspaceId(), Set.of(name)).get(name).value());
+    } catch (SecretSource.Unavailable e) {
+      // The operator's fault, not the sender's: told in the log; the sender sees only a refusal.
+      LOG.warn("hook of trigger {} of workflow '{}' in workspace '{}' cannot check signatures: {}", row.triggerIndex(),
+          row.workflowId(), row.workspaceId(), e.getMessage());
+      value = Optional.empty();
+    }
+    secretValues.put(key, new Cached<>(value, nanos + CACHE_NANOS, 0));
+    return value.orElse(null);
   }
 
   /** The body as the run's {@code inputs.body}: JSON as sent, or a form's fields (a repeated one as an array). */

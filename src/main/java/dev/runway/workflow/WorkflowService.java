@@ -48,6 +48,17 @@ public final class WorkflowService {
 
   private record Cached(Optional<Workflow> workflow, long expiresAtNanos) {}
 
+  /** Counts the changes of hooks made through this instance (see {@link #hookChanges}). */
+  private final java.util.concurrent.atomic.AtomicLong hookChanges = new java.util.concurrent.atomic.AtomicLong();
+
+  /**
+   * How many times hooks were made, rotated or ended through this instance: what keeps hooks in
+   * memory (HookReceiver) drops them when it changes, so such a change applies here at once.
+   */
+  public long hookChanges() {
+    return hookChanges.get();
+  }
+
   /** What seals hook ids (the credentials of the hooks' URLs) in the database: the secrets key. */
   private final Supplier<SecretBox> box;
 
@@ -136,6 +147,7 @@ public final class WorkflowService {
       }
       if (!definition.triggers().hooks().isEmpty() || existing.filter(WorkflowService::hooked).isPresent()) {
         storeHooks(h.attach(HookDao.class), workspaceId, id, definition.triggers().hooks(), now);
+        h.afterCommit(hookChanges::incrementAndGet);
       }
       return new Saved(workflow, existing.isEmpty());
     });
@@ -211,6 +223,7 @@ public final class WorkflowService {
       HookDao hooks = h.attach(HookDao.class);
       hooks.expire(workspaceId, id, triggerIndex, now.plusSeconds(graceSeconds));
       insertHook(hooks, workspaceId, id, triggerIndex, now);
+      h.afterCommit(hookChanges::incrementAndGet);
       return workflow;
     });
   }
