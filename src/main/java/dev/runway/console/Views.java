@@ -202,10 +202,16 @@ public final class Views {
   public record ScheduleRow(String cron, String timezone, String every, String missed, String project, String inputs,
       String next) {}
 
-  /** One workflow, as GET /v1/workflows/{id} shows it (schedules' next times included). */
+  /**
+   * An inbound webhook: the trigger's index, the sender's signature scheme, the secret it checks
+   * with (null for none), the headers its runs get, their project, and the URL senders post to.
+   */
+  public record HookRow(String index, String verify, String secret, String headers, String project, String url) {}
+
+  /** One workflow, as GET /v1/workflows/{id} shows it (schedules' next times and hooks' URLs included). */
   public record WorkflowDetail(String id, String name, String description, boolean requiresApproval, String created,
       String updated, String archived, List<StepDefinitionRow> steps, List<RecordTriggerRow> recordTriggers,
-      List<ScheduleRow> schedules, String inputsSchema, String output) {
+      List<ScheduleRow> schedules, List<HookRow> hooks, String inputsSchema, String output) {
 
     static WorkflowDetail of(WorkflowView w) {
       List<StepDefinitionRow> steps = new ArrayList<>();
@@ -220,8 +226,17 @@ public final class Views {
       }
       List<RecordTriggerRow> records = new ArrayList<>();
       List<ScheduleRow> schedules = new ArrayList<>();
-      for (JsonNode t : w.triggers()) {
-        if (t.has("schedule")) {
+      List<HookRow> hooks = new ArrayList<>();
+      for (int i = 0; i < w.triggers().size(); i++) {
+        JsonNode t = w.triggers().get(i);
+        if (t.has("webhook")) {
+          JsonNode hook = t.path("webhook");
+          List<String> headers = new ArrayList<>();
+          hook.path("headers").forEach(h -> headers.add(h.asText()));
+          hooks.add(new HookRow(String.valueOf(i), hook.path("verify").asText().replace('_', ' '),
+              hook.path("secret").asText(null), String.join(", ", headers), t.path("project").asText(),
+              t.path("hook_url").asText(null)));
+        } else if (t.has("schedule")) {
           JsonNode when = t.path("schedule");
           schedules.add(new ScheduleRow(when.path("cron").asText(null), when.path("timezone").asText(null),
               when.path("every").asText(null), when.path("missed").asText().replace('_', ' '), t.path("project").asText(),
@@ -234,7 +249,7 @@ public final class Views {
         }
       }
       return new WorkflowDetail(w.id(), w.name(), w.description(), w.requiresApproval(), time(w.createdAt()),
-          time(w.updatedAt()), w.archivedAt() == null ? null : time(w.archivedAt()), steps, records, schedules,
+          time(w.updatedAt()), w.archivedAt() == null ? null : time(w.archivedAt()), steps, records, schedules, hooks,
           w.inputsSchema() == null ? null : pretty(Json.string(w.inputsSchema())),
           w.output() == null ? null : pretty(Json.string(w.output())));
     }

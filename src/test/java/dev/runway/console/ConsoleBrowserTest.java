@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import com.fasterxml.jackson.databind.JsonNode;
 import dev.runway.support.Api;
 import dev.runway.support.BothDatabases;
 import dev.runway.support.Http;
@@ -197,14 +198,17 @@ class ConsoleBrowserTest {
   }
 
   @BothDatabases
-  void the_workflows_page_leads_to_a_workflows_next_scheduled_time(Api api) {
+  void the_workflows_page_leads_to_a_workflows_next_scheduled_time_and_hook_url(Api api) {
     requireChromium();
     api.test(http -> {
       assertEquals(201, http.put("/v1/workflows/nightly", """
           {"name": "Nightly report", "steps": [{"id": "wait", "type": "delay", "seconds": 1}],
            "triggers": [{"schedule": {"cron": "0 2 * * *", "timezone": "Europe/Paris"}, "project": "reports"},
-                        {"crm": "contacts", "on": ["created"]}]}""").status());
-      String next = http.get("/v1/workflows/nightly").json().get("triggers").get(0).get("next_run_at").asText();
+                        {"crm": "contacts", "on": ["created"]},
+                        {"webhook": {"verify": "none"}, "project": "forms"}]}""").status());
+      JsonNode triggers = http.get("/v1/workflows/nightly").json().get("triggers");
+      String next = triggers.get(0).get("next_run_at").asText();
+      String hookPath = java.net.URI.create(triggers.get(2).get("hook_url").asText()).getPath();
       String shown = Views.time(java.time.Instant.parse(next));
       String email = ConsoleRunsTest.signUpOwner(api, http);
       WebDriver driver = chromium();
@@ -220,6 +224,8 @@ class ConsoleBrowserTest {
         assertTrue(schedule.getText().contains("0 2 * * * in Europe/Paris"), schedule.getText());
         assertEquals(shown, schedule.findElement(By.cssSelector("td.next-run")).getText());
         assertTrue(driver.findElement(By.cssSelector("table.record-triggers")).getText().contains("contacts"));
+        String hookUrl = driver.findElement(By.cssSelector("table.hooks td.hook-url")).getText();
+        assertTrue(hookUrl.endsWith(hookPath), hookUrl);
         screenshot(driver, "workflow");
       } finally {
         driver.quit();

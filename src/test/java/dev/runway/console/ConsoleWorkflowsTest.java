@@ -27,7 +27,8 @@ class ConsoleWorkflowsTest {
        "triggers": [{"schedule": {"cron": "0 9 * * MON-FRI", "timezone": "Europe/Paris"},
                      "project": "reports", "inputs": {"regions": ["eu"]}},
                     {"schedule": {"every": "15m", "missed": "skip"}},
-                    {"crm": "contacts", "on": ["created", "updated"], "project": "crm"}]}""";
+                    {"crm": "contacts", "on": ["created", "updated"], "project": "crm"},
+                    {"webhook": {"verify": "github", "secret": "GH_HOOK"}, "project": "ci"}]}""";
 
   /** What the console shows of an API time: as the runs list shows times. */
   private static String shown(JsonNode time) {
@@ -35,7 +36,7 @@ class ConsoleWorkflowsTest {
   }
 
   @BothDatabases
-  void a_workflows_page_shows_its_steps_its_schedules_with_their_next_times_and_its_crm_triggers(Api api) {
+  void a_workflows_page_shows_its_steps_its_schedules_with_their_next_times_its_hook_urls_and_its_crm_triggers(Api api) {
     api.test(http -> {
       assertEquals(201, http.put("/v1/workflows/notify", "{}").status());
       Http.Reply put = http.put("/v1/workflows/nightly", SCHEDULED);
@@ -69,6 +70,12 @@ class ConsoleWorkflowsTest {
           schedules);
       assertTrue(schedules.contains("<td class=\"next-run\">" + shown(triggers.get(1).get("next_run_at")) + "</td>"),
           schedules);
+      String hooks = body.substring(body.indexOf("<h3>Inbound webhooks</h3>"), body.indexOf("<h3>Record changes</h3>"));
+      String hookPath = java.net.URI.create(triggers.get(3).get("hook_url").asText()).getPath();
+      assertTrue(hooks.contains(hookPath + "</code></td>"), hooks);
+      assertTrue(hooks.contains("<td>github with secret <code>GH_HOOK</code></td>"), hooks);
+      assertTrue(hooks.contains("<code>x-github-event, x-github-delivery, x-github-hook-id</code>"), hooks);
+      assertTrue(hooks.contains("<td>ci</td>"), hooks);
       String records = body.substring(body.indexOf("<h3>Record changes</h3>"));
       assertTrue(records.contains("<td><code>contacts</code></td><td>created, updated</td><td>crm</td>"), records);
       assertTrue(body.contains("<a href=\"/console/runs?workflow=nightly\">"), "its runs");
