@@ -214,37 +214,70 @@ class HooksTest {
 
   @BothDatabases
   void concurrent_copies_of_one_delivery_start_exactly_one_run(Api api) throws Exception {
-    api.test(http -> {
-      secret(http, "SW_SECRET", WHSEC);
-      String path = hookPath(put(http, "copies", "[{\"webhook\": {\"verify\": \"standard_webhooks\", \"secret\": "
-          + "\"SW_SECRET\"}}]"), 0);
-      String body = "{\"n\": 1}";
-      String[] headers = standardHeaders(WHSEC, "msg_copied", now(), body);
-      ExecutorService pool = Executors.newFixedThreadPool(20);
-      try {
-        CountDownLatch ready = new CountDownLatch(20);
-        List<Future<Http.Reply>> replies = new ArrayList<>();
-        for (int i = 0; i < 20; i++) {
-          replies.add(pool.submit(() -> {
-            ready.countDown();
-            ready.await();
-            return deliver(http, path, body, headers);
-          }));
-        }
-        Set<String> runIds = new HashSet<>();
-        int fresh = 0;
-        for (Future<Http.Reply> reply : replies) {
-          Http.Reply r = reply.get(60, TimeUnit.SECONDS);
-          assertEquals(202, r.status(), r::toString);
-          runIds.add(r.json().get("run_id").asText());
-          fresh += r.json().get("duplicate").asBoolean() ? 0 : 1;
-        }
-        assertEquals(1, runIds.size(), "every copy names the one run");
-        assertEquals(1, fresh, "one copy started it");
-        assertEquals(1, runs(http, "copies").size());
-      } finally {
-        pool.shutdownNow();
+    api.test(http -> copiesStartOneRun(http, http));
+  }
+
+  /** The same across two instances on PostgreSQL, copies sent to both: the delivery id's unique key decides. */
+  @org.junit.jupiter.api.Test
+  void concurrent_copies_through_two_instances_on_postgresql_start_exactly_one_run() {
+    org.junit.jupiter.api.Assumptions.assumeTrue(dev.runway.support.TestDatabase.postgresReachable()
+        || dev.runway.support.TestDatabase.PG_REQUIRED, "PostgreSQL is not reachable");
+    Api api = Api.on(dev.runway.support.TestDatabase.POSTGRESQL);
+    api.testTwoInstances(HooksTest::copiesStartOneRun);
+  }
+
+  /** 20 copies of one signed delivery, sent at once, half to each of {@code first} and {@code second}: one run. */
+  private static void copiesStartOneRun(Http first, Http second) throws Exception {
+    secret(first, "SW_SECRET", WHSEC);
+    String path = hookPath(put(first, "copies", "[{\"webhook\": {\"verify\": \"standard_webhooks\", \"secret\": "
+        + "\"SW_SECRET\"}}]"), 0);
+    String body = "{\"n\": 1}";
+    String[] headers = standardHeaders(WHSEC, "msg_copied", now(), body);
+    ExecutorService pool = Executors.newFixedThreadPool(20);
+    try {
+      CountDownLatch ready = new CountDownLatch(20);
+      List<Future<Http.Reply>> replies = new ArrayList<>();
+      for (int i = 0; i < 20; i++) {
+        Http to = i % 2 == 0 ? first : second;
+        replies.add(pool.submit(() -> {
+          ready.countDown();
+          ready.await();
+          return deliver(to, path, body, headers);
+        }));
       }
+      Set<String> runIds = new HashSet<>();
+      int fresh = 0;
+      for (Future<Http.Reply> reply : replies) {
+        Http.Reply r = reply.get(60, TimeUnit.SECONDS);
+        assertEquals(202, r.status(), r::toString);
+        runIds.add(r.json().get("run_id").asText());
+        fresh += r.json().get("duplicate").asBoolean() ? 0 : 1;
+      }
+      assertEquals(1, runIds.size(), "every copy names the one run");
+      assertEquals(1, fresh, "one copy started it");
+      assertEquals(1, runs(first, "copies").size());
+    } finally {
+      pool.shutdownNow();
+    }
+  }
+
+  @BothDatabases
+  void a_delivery_id_seen_more_than_a_day_ago_starts_a_new_run(Api api) {
+    api.test(http -> {
+      String path = hookPath(put(http, "daily", "[{\"webhook\": {\"verify\": \"none\"}}]"), 0);
+      String first = deliver(http, path, "{}", "Idempotency-Key", "delivery-1").json().get("run_id").asText();
+      assertEquals(first, deliver(http, path, "{}", "Idempotency-Key", "delivery-1").json().get("run_id").asText());
+      // As if the first copy came 25 hours ago and the sweep has not removed it yet.
+      api.jdbi().useHandle(h -> h.createUpdate("UPDATE hook_delivery SET received_at = :at WHERE workspace_id = :ws")
+          .bind("at", java.time.Instant.now().minus(java.time.Duration.ofHours(25))).bind("ws", api.workspace).execute());
+      Http.Reply later = deliver(http, path, "{}", "Idempotency-Key", "delivery-1");
+      assertFalse(later.json().get("duplicate").asBoolean(), later::toString);
+      assertNotEquals(first, later.json().get("run_id").asText());
+      assertEquals(later.json().get("run_id").asText(), deliver(http, path, "{}", "Idempotency-Key", "delivery-1")
+          .json().get("run_id").asText(), "the new run is the one a retry now gets");
+      assertEquals(2, runs(http, "daily").size());
+      assertEquals(1, (int) api.jdbi().withHandle(h -> h.createQuery("SELECT COUNT(*) FROM hook_delivery WHERE "
+          + "workspace_id = :ws").bind("ws", api.workspace).mapTo(Integer.class).one()));
     });
   }
 
