@@ -89,6 +89,85 @@ class RerunTest {
     }
   }
 
+  /**
+   * each (a foreach over 3 items), child (a workflow step: a child run of leaf), both (a parallel of
+   * two calls), then last, which fails at first.
+   */
+  private static String failedComposite(Http http, ToolServer tool) {
+    assertEquals(201, http.put("/v1/workflows/leaf", "{\"steps\": [{\"type\": \"http\", \"url\": \""
+        + tool.url("/leaf") + "\"}]}").status());
+    Http.Reply put = http.put("/v1/workflows/composite", """
+        {"steps": [
+          {"id": "each", "type": "foreach", "items": "[1, 2, 3]",
+           "steps": [{"id": "item", "type": "http", "url": "%s", "body": {"i": "{{ item }}"}}]},
+          {"id": "child", "type": "workflow", "workflow": "leaf"},
+          {"id": "both", "type": "parallel", "branches": [[{"type": "http", "url": "%s"}], [{"type": "http", "url": "%s"}]]},
+          {"id": "last", "type": "http", "url": "%s", "max_attempts": 1}]}""".formatted(tool.url("/item"),
+        tool.url("/a"), tool.url("/b"), tool.url("/last")));
+    assertEquals(201, put.status(), put::toString);
+    tool.script("/item", Reply.json(200, "{\"item\": true}"));
+    tool.script("/leaf", Reply.json(200, "{\"leaf\": true}"));
+    tool.script("/a", Reply.json(200, "{\"a\": 1}"));
+    tool.script("/b", Reply.json(200, "{\"b\": 2}"));
+    tool.script("/last", Reply.json(500, "{\"error\": \"not yet\"}"));
+    String id = http.post("/v1/workflows/composite/runs", "{\"project\": \"demo\"}").json().get("id").asText();
+    Runs.awaitStatus(http, id, "failed");
+    tool.script("/last", Reply.json(200, "{\"ok\": true}"));
+    return id;
+  }
+
+  @BothDatabases
+  void a_rerun_from_a_foreach_a_child_run_or_a_parallel_step_reuses_what_came_before_and_runs_the_rest(Api api)
+      throws Exception {
+    try (ToolServer tool = ToolServer.start(); var engine = api.database().startEngine()) {
+      api.test(http -> {
+        String failed = failedComposite(http, tool);
+        JsonNode before = http.get("/v1/runs/" + failed).json().get("steps");
+        String firstChild = before.get(1).get("child_run_id").asText();
+
+        // From the last step: the foreach, the child run and the parallel are reused as they were.
+        JsonNode fromLast = Runs.awaitStatus(http, http.post("/v1/runs/" + failed + "/rerun",
+            "{\"from_step\": \"last\"}").json().get("id").asText(), "succeeded").get("steps");
+        for (int i = 0; i < 3; i++) {
+          assertTrue(fromLast.get(i).get("reused").asBoolean(), fromLast.get(i)::toString);
+          assertEquals(before.get(i).get("output"), fromLast.get(i).get("output"));
+        }
+        assertEquals(before.get(0).get("iterations"), fromLast.get(0).get("iterations"), "the foreach's iterations");
+        assertEquals(firstChild, fromLast.get(1).get("child_run_id").asText(), "no new child run");
+        assertEquals(before.get(2).get("branches"), fromLast.get(2).get("branches"));
+        assertEquals(3, tool.calls("/item").size());
+        assertEquals(1, tool.calls("/leaf").size());
+        assertEquals(1, tool.calls("/a").size());
+
+        // From the child run's step: the foreach is reused, a new child run runs, then the rest.
+        JsonNode fromChild = Runs.awaitStatus(http, http.post("/v1/runs/" + failed + "/rerun",
+            "{\"from_step\": \"child\"}").json().get("id").asText(), "succeeded").get("steps");
+        assertTrue(fromChild.get(0).get("reused").asBoolean());
+        assertFalse(fromChild.get(1).has("reused"));
+        String newChild = fromChild.get(1).get("child_run_id").asText();
+        assertFalse(newChild.equals(firstChild), "a child run of its own");
+        assertEquals("succeeded", http.get("/v1/runs/" + newChild).json().get("status").asText());
+        assertEquals("succeeded", fromChild.get(1).get("status").asText());
+        assertEquals(3, tool.calls("/item").size(), "the foreach was not run again");
+        assertEquals(2, tool.calls("/leaf").size());
+        assertEquals(2, tool.calls("/a").size());
+
+        // From the parallel step, then from the foreach: each runs again from there.
+        JsonNode fromBoth = Runs.awaitStatus(http, http.post("/v1/runs/" + failed + "/rerun",
+            "{\"from_step\": \"both\"}").json().get("id").asText(), "succeeded").get("steps");
+        assertTrue(fromBoth.get(1).get("reused").asBoolean());
+        assertFalse(fromBoth.get(2).has("reused"));
+        assertEquals(3, tool.calls("/b").size());
+        assertEquals(2, tool.calls("/leaf").size());
+        JsonNode fromEach = Runs.awaitStatus(http, http.post("/v1/runs/" + failed + "/rerun",
+            "{\"from_step\": \"each\"}").json().get("id").asText(), "succeeded").get("steps");
+        assertFalse(fromEach.get(0).has("reused"));
+        assertEquals(6, tool.calls("/item").size(), "the foreach ran again, each item");
+        assertEquals(3, tool.calls("/leaf").size());
+      });
+    }
+  }
+
   @BothDatabases
   void a_rerun_asks_for_approval_again_and_then_passes_over_the_reused_steps(Api api) throws Exception {
     try (ToolServer tool = ToolServer.start(); var engine = api.database().startEngine()) {
