@@ -281,6 +281,43 @@ class HooksTest {
     });
   }
 
+  /**
+   * Runway's own webhooks are Standard Webhooks: an endpoint whose URL is a hook of another workflow
+   * starts a run of it for each event, the signature checked with the endpoint's secret; and
+   * hook.received is delivered to endpoints like any run event.
+   */
+  @BothDatabases
+  void runways_own_webhooks_start_runs_through_a_standard_webhooks_hook_and_hook_received_is_delivered(Api api) {
+    api.workflow("gated", true);
+    try (dev.runway.support.WebhookReceiver receiver = new dev.runway.support.WebhookReceiver()) {
+      api.testWebhooks(s -> s, http -> {
+        String hookUrl = put(http, "on-approval", "[{\"webhook\": {\"verify\": \"standard_webhooks\", \"secret\": "
+            + "\"RUNWAY_ENDPOINT\"}}]").get("triggers").get(0).get("hook_url").asText();
+        Http.Reply endpoint = http.post("/v1/webhook_endpoints", "{\"url\": \"" + hookUrl + "\", \"event_types\": "
+            + "[\"run.approved\"]}");
+        assertEquals(201, endpoint.status(), endpoint::toString);
+        secret(http, "RUNWAY_ENDPOINT", endpoint.json().get("secret").asText());
+        Http.Reply watcher = http.post("/v1/webhook_endpoints", "{\"url\": \"" + receiver.url("/events")
+            + "\", \"event_types\": [\"hook.*\"]}");
+        assertEquals(201, watcher.status(), watcher::toString);
+
+        String gated = http.startRun("gated", "demo").json().get("id").asText();
+        assertEquals(200, http.post("/v1/runs/" + gated + "/approve", "{}").status());
+        List<dev.runway.support.WebhookReceiver.Delivery> got = receiver.await(java.time.Duration.ofSeconds(30),
+            d -> !d.isEmpty(), "hook.received");
+        assertEquals("hook.received", got.get(0).type());
+        String hooked = got.get(0).body().get("data").get("id").asText();
+        JsonNode run = http.get("/v1/runs/" + hooked).json();
+        assertEquals("on-approval", run.get("workflow").asText());
+        JsonNode body = run.get("inputs").get("body");
+        assertEquals("run.approved", body.get("type").asText(), body::toString);
+        assertEquals(gated, body.get("data").get("id").asText());
+        assertEquals(body.get("id").asText(), run.get("inputs").get("headers").get("webhook-id").asText(),
+            "the delivery is known by its webhook-id");
+      });
+    }
+  }
+
   @BothDatabases
   void form_bodies_content_types_and_size(Api api) {
     api.test(http -> {
