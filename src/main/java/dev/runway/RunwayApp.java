@@ -60,6 +60,7 @@ public final class RunwayApp {
     EventRoutes events = new EventRoutes(services.runs(), services.events(), streams);
     RunRoutes runs = new RunRoutes(services.starts(), services.runs(), bodies, resumeOn(threads),
         settings.maxPageBytes());
+    dev.runway.run.SignalRoutes signals = new dev.runway.run.SignalRoutes(services.signals(), bodies);
     WorkflowRoutes workflows = new WorkflowRoutes(services.workflows(), bodies, settings.maxPageBytes());
     SecretRoutes secrets = new SecretRoutes(services.secrets(), bodies);
     AgentRoutes agents = new AgentRoutes(services.agents(), bodies, settings.maxPageBytes());
@@ -161,6 +162,9 @@ public final class RunwayApp {
       routes.post("/v1/runs/{runId}/cancel", runs::cancel, Scope.RUNS_WRITE);
       routes.post("/v1/runs/{runId}/rerun", runs::rerun, Scope.RUNS_WRITE);
       routes.post("/v1/runs/rerun", runs::rerunAll, Scope.RUNS_WRITE);
+      routes.post("/v1/runs/{runId}/signals/{name}", signals::send, Scope.RUNS_WRITE);
+      // A run's one-use signal URL: no API key, the token in the path is the credential.
+      routes.post("/signals/{token}", signals::sendByUrl);
       routes.get("/v1/runs/{runId}/events", events::events, Scope.RUNS_READ);
       routes.get("/v1/runs/{runId}/messages", runs::messages, Scope.RUNS_READ);
       routes.get("/v1/events", events::workspaceEvents, Scope.RUNS_READ);

@@ -15,6 +15,9 @@ import dev.runway.run.CallPlaces;
 import dev.runway.run.CrmWriter;
 import dev.runway.run.RunMachines;
 import dev.runway.run.RunService;
+import dev.runway.run.RunSignals;
+import dev.runway.run.SignalUrls;
+import dev.runway.http.PublicUrl;
 import dev.runway.run.RunStarts;
 import dev.runway.secret.SecretBox;
 import dev.runway.secret.SecretService;
@@ -26,7 +29,7 @@ import dev.runway.workflow.WorkflowService;
 public record Services(Database database, ApiKeyService keys, WorkflowService workflows, RunStarts starts,
     RunService runs, EventReads events, SecretService secrets, AgentService agents, IdempotencyStore idempotency,
     CrmService crm, CrmWriter crmSteps, WebhookService webhooks, AccountService accounts, SessionService sessions,
-    Metrics metrics, Quotas quotas) {
+    Metrics metrics, Quotas quotas, RunSignals signals, SignalUrls signalUrls) {
 
   /** Services without metrics (the keys and accounts commands, some tests): no /metrics, nothing counted. */
   public static Services over(Database database, ServerSettings settings, Runnable runDue) {
@@ -47,6 +50,12 @@ public record Services(Database database, ApiKeyService keys, WorkflowService wo
    */
   public static Services over(Database database, ServerSettings settings, Metrics metrics, Runnable runDue,
       CallPlaces places) {
+    return over(database, settings, metrics, runDue, places, settings.publicUrl(settings::httpPort));
+  }
+
+  /** As above; the URLs handed out (signal URLs) start with {@code publicUrl}. */
+  public static Services over(Database database, ServerSettings settings, Metrics metrics, Runnable runDue,
+      CallPlaces places, PublicUrl publicUrl) {
     Quotas quotas = new Quotas(settings.quotas(), !settings.isH2());
     WorkflowService workflows = new WorkflowService(database.jdbi(), quotas, settings.model().allowed());
     AgentService agents = new AgentService(database.jdbi(), settings.model().allowed(),
@@ -55,13 +64,16 @@ public record Services(Database database, ApiKeyService keys, WorkflowService wo
     CrmService crm = new CrmService(database.jdbi(), database.committer(), runDue, idempotency,
         settings.crm().changesRetention(), metrics, !database.isSingleProcess(), quotas);
     CrmWriter crmSteps = new CrmStepWriter(crm, settings.crm());
+    SecretService secrets = new SecretService(database.jdbi(),
+        () -> SecretBox.load(settings.secretsKey(), settings.secretsKeyFile()), quotas);
+    SignalUrls signalUrls = new SignalUrls(publicUrl::base, (purpose, message) -> secrets.box().mac(purpose, message));
     RunMachines machines = new RunMachines(settings.engine().approvalTimeoutSeconds(), settings.model().allowed(), runDue, crmSteps,
-        places);
+        places, signalUrls);
     RunStarts starts = new RunStarts(database.committer(), workflows, agents, idempotency,
         settings.engine().approvalTimeoutSeconds(), runDue, quotas, machines);
     RunService runs = new RunService(database.jdbi(), database.committer(), machines, runDue);
-    SecretService secrets = new SecretService(database.jdbi(),
-        () -> SecretBox.load(settings.secretsKey(), settings.secretsKeyFile()), quotas);
+    RunSignals signals = new RunSignals(database.jdbi(), database.committer(), machines, idempotency,
+        settings.engine().approvalTimeoutSeconds(), runDue);
     return new Services(
         database,
         new ApiKeyService(database.jdbi(), settings.keyCache(), quotas),
@@ -78,6 +90,8 @@ public record Services(Database database, ApiKeyService keys, WorkflowService wo
         new AccountService(database.jdbi(), settings.console()),
         new SessionService(database.jdbi(), settings.console()),
         metrics,
-        quotas);
+        quotas,
+        signals,
+        signalUrls);
   }
 }
