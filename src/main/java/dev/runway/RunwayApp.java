@@ -76,7 +76,7 @@ public final class RunwayApp {
         settings.console(), workspace -> services.workflows().page(workspace, null, false, 100, settings.maxPageBytes()).rows().stream()
             .map(dev.runway.workflow.Workflow::id).toList());
     RunPages runPages = new RunPages(guard, pages, services.runs(), services.events(), services.workflows(),
-        services.agents());
+        services.agents(), services.signals());
     ApiReference reference = new ApiReference();
     RateLimits limits = settings.rateLimits();
     AuthHandler auth = new AuthHandler(services.keys(), limits, inFlight);
