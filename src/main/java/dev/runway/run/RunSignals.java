@@ -119,6 +119,11 @@ public final class RunSignals {
       throw new DomainException(Kind.CONFLICT, "run_state_conflict", "cannot signal a run that is " + run.status()
           + ": it has ended", null, 0, Map.of("current_status", run.status()));
     }
+    String text = Json.string(body);
+    if (text.length() > WorkflowRunMachine.MAX_RUN_CHARS) { // never kept by a run (http.max_body_bytes may be larger)
+      throw new DomainException(Kind.TOO_LARGE, "body_too_large", "a signal's body takes at most "
+          + WorkflowRunMachine.MAX_RUN_CHARS + " characters as JSON, as a run keeps at most that", null);
+    }
     Instant now = Time.now();
     String id = Ids.newId("sig", now.toEpochMilli());
     RunSignalDao signals = tx.dao(RunSignalDao.class);
@@ -127,7 +132,7 @@ public final class RunSignals {
       WorkflowRunMachine m = machines.workflow(run, now);
       if (m.waitsForSignal(name)) {
         String step = m.definition().get(m.currentStep()).flow().id();
-        signals.insert(new RunSignal(id, workspaceId, runId, name, Json.string(body), via, now, now, m.currentStep()));
+        signals.insert(new RunSignal(id, workspaceId, runId, name, text, via, now, now, m.currentStep()));
         m.signalReceived(id, name, body, via);
         if (m.moveUntilWaiting(approvalTimeoutSeconds)) {
           tx.afterCommit(runDue); // it stands at an http step: the engine makes the call
@@ -141,7 +146,7 @@ public final class RunSignals {
           + " signals that no wait step took: it takes no more until one does", null, 0,
           Map.of("current_status", run.status()));
     }
-    signals.insert(new RunSignal(id, workspaceId, runId, name, Json.string(body), via, now, null, null));
+    signals.insert(new RunSignal(id, workspaceId, runId, name, text, via, now, null, null));
     return answer.put("status", "kept").putNull("step");
   }
 
