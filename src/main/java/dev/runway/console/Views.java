@@ -146,7 +146,7 @@ public final class Views {
           if (step.path("type").asText().equals("wait") && step.path("status").asText().equals("waiting")
               && step.hasNonNull("signal") && !run.isEnded()) {
             signal = step.path("signal").asText();
-            signalUntil = step.path("expires_at").asText().replace('T', ' ');
+            signalUntil = time(java.time.Instant.parse(step.path("expires_at").asText()));
             output = "waiting for signal " + signal + " until " + signalUntil;
           }
           steps.add(new StepRow(step.path("index").asText(), step.path("id").asText(""), step.path("type").asText(),
