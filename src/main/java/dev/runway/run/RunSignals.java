@@ -26,6 +26,8 @@ import org.jdbi.v3.core.Jdbi;
 public final class RunSignals {
   /** The most signals kept for one run (sent before a wait took them): past it 409 too_many_signals. */
   public static final int MAX_KEPT = 100;
+  /** The actor of what a signal URL's signal does: the URL has no key. */
+  public static final String SIGNAL_URL_ACTOR = "signal_url";
 
   private final Jdbi jdbi;
   private final GroupCommitter committer;
@@ -133,7 +135,7 @@ public final class RunSignals {
       if (m.waitsForSignal(name)) {
         String step = m.definition().get(m.currentStep()).flow().id();
         signals.insert(new RunSignal(id, workspaceId, runId, name, text, via, now, now, m.currentStep()));
-        m.signalReceived(id, name, body, via);
+        m.signalReceived(id, name, body, via, caller != null ? caller.keyId() : SIGNAL_URL_ACTOR);
         if (m.moveUntilWaiting(approvalTimeoutSeconds)) {
           tx.afterCommit(runDue); // it stands at an http step: the engine makes the call
         }

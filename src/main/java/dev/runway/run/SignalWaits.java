@@ -65,7 +65,8 @@ final class SignalWaits {
     signals.consume(kept.get().id(), m.now(), saved.currentStep());
     tx.flush(); // the run may have been inserted by a batch not yet executed
     WorkflowRunMachine after = machines.workflow(saved, m.now());
-    after.signalReceived(kept.get().id(), kept.get().name(), Json.tree(kept.get().body()), kept.get().via());
+    after.signalReceived(kept.get().id(), kept.get().name(), Json.tree(kept.get().body()), kept.get().via(),
+        RunMachine.ENGINE);
     if (after.moveUntilWaiting(approvalTimeoutSeconds)) {
       tx.afterCommit(runDue); // it stands at an http step: the engine makes the call
     }

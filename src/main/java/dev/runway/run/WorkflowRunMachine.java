@@ -886,13 +886,14 @@ public final class WorkflowRunMachine extends RunMachine {
 
   /**
    * The wait step the run stands at takes signal {@code signalId} ({@code body}, sent {@code via} api
-   * or url): it succeeds with the body as its output, and the run moves on. A body that would take
-   * the run past {@link #MAX_RUN_CHARS} fails the step with output_too_large instead.
+   * or url, by {@code actor}: the caller's key or account, {@code signal_url}, or the engine for a kept
+   * one): it succeeds with the body as its output, and the run moves on. A body that would take the
+   * run past {@link #MAX_RUN_CHARS} fails the step with output_too_large instead.
    */
-  public void signalReceived(String signalId, String name, JsonNode body, String via) {
+  public void signalReceived(String signalId, String name, JsonNode body, String via, String actor) {
     endedWaits.add(name);
     step(currentStep).put("signal_id", signalId);
-    record("run.signal_received", ENGINE, currentStep, null,
+    record("run.signal_received", actor, currentStep, null,
         data("signal", name, "step", definition.get(currentStep).flow().id(), "via", via, "signal_id", signalId));
     int chars = Json.string(body).length();
     if (chars + progress().length() > MAX_RUN_CHARS) {

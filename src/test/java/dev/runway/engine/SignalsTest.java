@@ -117,6 +117,7 @@ class SignalsTest {
         assertEquals("payment_received", received.get(0).get("data").get("signal").asText());
         assertEquals("pay", received.get(0).get("data").get("step").asText());
         assertEquals("api", received.get(0).get("data").get("via").asText());
+        assertTrue(received.get(0).get("actor").asText().startsWith("key_"), "the caller's key sent it");
         List<Map<String, Object>> rows = signalRows(api, runId);
         assertEquals(1, rows.size());
         assertNotNull(rows.get(0).get("consumed_at"));
@@ -203,7 +204,9 @@ class SignalsTest {
         assertEquals("delivered", sent.json().get("status").asText());
         JsonNode done = awaitStatus(http, runId, "succeeded");
         assertTrue(done.get("steps").get(1).get("output").get("ok").asBoolean());
-        assertEquals("url", events(http, runId, "run.signal_received").get(0).get("data").get("via").asText());
+        JsonNode byUrl = events(http, runId, "run.signal_received").get(0);
+        assertEquals("url", byUrl.get("data").get("via").asText());
+        assertEquals("signal_url", byUrl.get("actor").asText());
 
         assertProblem(http.post(path, null, "{\"ok\":true}"), 404, "signal_url_not_found");
         assertProblem(http.post("/signals/" + "A".repeat(43), null, "{}"), 404, "signal_url_not_found");
