@@ -14,10 +14,13 @@ import dev.runway.support.Api;
 import dev.runway.support.BothDatabases;
 import dev.runway.support.Http;
 import dev.runway.support.Runs;
+import dev.runway.support.TestDatabase;
 import dev.runway.support.ToolServer;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import org.junit.jupiter.api.Assumptions;
+import org.junit.jupiter.api.Test;
 
 /**
  * Wait steps and the signals they wait for, through HTTP on both databases: a signal sent during
@@ -382,6 +385,56 @@ class SignalsTest {
         }
       });
     }
+  }
+
+  @Test
+  void a_signal_url_made_on_one_instance_works_on_another() {
+    Assumptions.assumeTrue(TestDatabase.postgresReachable() || TestDatabase.PG_REQUIRED, "PostgreSQL is not reachable");
+    Api api = Api.on(TestDatabase.POSTGRESQL);
+    try (ToolServer tool = ToolServer.start(); Engine engine = api.database().startEngine()) {
+      api.testTwoInstances((first, second) -> {
+        workflow(first, "link", "{\"type\":\"http\",\"url\":\"" + tool.url("/mail") + "\",\"body\":"
+            + "{\"link\":\"{{ run.signal_url.confirm }}\"}}", waitStep("confirm", "confirm", 3600));
+        String runId = start(first, "link");
+        Runs.await(first, runId, "its wait started", r -> r.get("steps").get(1).get("status").asText().equals("waiting"));
+        String link = tool.calls("/mail").get(0).body().get("link").asText();
+        Http.Reply sent = second.post(link.substring(link.indexOf("/signals/")), null, "{\"on\":\"second\"}");
+        assertEquals(202, sent.status(), sent::toString);
+        assertEquals("delivered", sent.json().get("status").asText());
+        assertEquals("second", awaitStatus(first, runId, "succeeded").get("steps").get(1).get("output").get("on").asText());
+      });
+    }
+  }
+
+  @BothDatabases
+  void a_wait_whose_time_out_passed_while_no_engine_ran_fails_when_one_starts(Api api) throws Exception {
+    api.test(http -> {
+      workflow(http, "brief", waitStep("pay", "pay", 1));
+      String runId = start(http, "brief"); // no engine: the run stands at its wait, due at its time-out
+      String expires = waiting(http, runId).get("steps").get(0).get("expires_at").asText();
+      while (java.time.Instant.now().isBefore(java.time.Instant.parse(expires))) {
+        Thread.sleep(50);
+      }
+      try (Engine engine = api.database().startEngine()) {
+        JsonNode failed = awaitStatus(http, runId, "failed");
+        assertEquals("signal_timeout", failed.get("error").get("code").asText());
+      }
+    });
+  }
+
+  @BothDatabases
+  void a_run_keeps_at_most_100_signals_that_no_wait_took(Api api) {
+    api.test(http -> {
+      workflow(http, "full", waitStep("pay", "pay", 3600));
+      String runId = start(http, "full");
+      for (int i = 0; i < 100; i++) {
+        assertEquals("kept", signal(http, runId, "other", String.valueOf(i)).json().get("status").asText());
+      }
+      JsonNode problem = assertProblem(signal(http, runId, "other", "100"), 409, "too_many_signals");
+      assertEquals("running", problem.get("current_status").asText());
+      assertEquals("delivered", signal(http, runId, "pay", "1").json().get("status").asText(),
+          "a wait still takes its signal");
+    });
   }
 
   // ---- rerun ----
