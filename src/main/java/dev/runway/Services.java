@@ -25,11 +25,14 @@ import dev.runway.usage.TokenQuota;
 import dev.runway.webhook.WebhookService;
 import dev.runway.workflow.WorkflowService;
 
-/** Runway's services over one database, wired with plain constructors. */
+/**
+ * Runway's services over one database, wired with plain constructors; {@code publicUrl} is the
+ * server's address as callers reach it, for the URLs it hands out (signal URLs, hook URLs).
+ */
 public record Services(Database database, ApiKeyService keys, WorkflowService workflows, RunStarts starts,
     RunService runs, EventReads events, SecretService secrets, AgentService agents, IdempotencyStore idempotency,
     CrmService crm, CrmWriter crmSteps, WebhookService webhooks, AccountService accounts, SessionService sessions,
-    Metrics metrics, Quotas quotas, RunSignals signals, SignalUrls signalUrls) {
+    Metrics metrics, Quotas quotas, RunSignals signals, SignalUrls signalUrls, PublicUrl publicUrl) {
 
   /** Services without metrics (the keys and accounts commands, some tests): no /metrics, nothing counted. */
   public static Services over(Database database, ServerSettings settings, Runnable runDue) {
@@ -92,6 +95,7 @@ public record Services(Database database, ApiKeyService keys, WorkflowService wo
         metrics,
         quotas,
         signals,
-        signalUrls);
+        signalUrls,
+        publicUrl);
   }
 }
