@@ -128,7 +128,11 @@ public final class Runway implements AutoCloseable {
       Engine started = engine.get();
       return started == null ? null : started.places().take(run);
     };
-    Services services = Services.over(database, settings, metrics, wake, places);
+    AtomicReference<Javalin> listening = new AtomicReference<>();
+    Services services = Services.over(database, settings, metrics, wake, places, settings.publicUrl(() -> {
+      Javalin app = listening.get();
+      return app == null ? settings.httpPort() : app.port(); // listening before any run can reach a step
+    }));
     InFlightLimit inFlight = InFlightLimit.untilReady(settings.maxInFlight(), settings.maxInFlightPerKey());
     AtomicBoolean failed = new AtomicBoolean();
     CompletableFuture<Javalin> http = CompletableFuture.supplyAsync(() -> {
@@ -144,9 +148,10 @@ public final class Runway implements AutoCloseable {
       // Listening before the engine and the first admin key: a port in use stops the start before
       // it runs a step or makes a key it would never show.
       Javalin app = joinStart(http);
+      listening.set(app);
       if (settings.engine().enabled()) {
         Engine started = Engine.start(database.jdbi(), database.committer(), settings.engine(), settings.model(),
-            services.secrets(), services.crmSteps(), leases);
+            services.secrets(), services.crmSteps(), leases, services.signalUrls());
         engine.set(started);
         metrics.watchEngine(started::backlog, started::callsInFlight, started::callBytesInFlight);
         // Runs that CRM changes queued are made by the instances that run the engine.

@@ -62,6 +62,7 @@ public final class RunwayApp {
     RunRoutes runs = new RunRoutes(services.starts(), services.runs(), bodies, resumeOn(threads),
         settings.maxPageBytes());
     HookRoutes hooks = new HookRoutes(services.hooks(), resumeOn(threads));
+    dev.runway.run.SignalRoutes signals = new dev.runway.run.SignalRoutes(services.signals(), bodies);
     WorkflowRoutes workflows = new WorkflowRoutes(services.workflows(), bodies, settings.maxPageBytes());
     SecretRoutes secrets = new SecretRoutes(services.secrets(), bodies);
     AgentRoutes agents = new AgentRoutes(services.agents(), bodies, settings.maxPageBytes());
@@ -77,7 +78,7 @@ public final class RunwayApp {
         settings.console(), workspace -> services.workflows().page(workspace, null, false, 100, settings.maxPageBytes()).rows().stream()
             .map(dev.runway.workflow.Workflow::id).toList());
     RunPages runPages = new RunPages(guard, pages, services.runs(), services.events(), services.workflows(),
-        services.agents());
+        services.agents(), services.signals());
     ApiReference reference = new ApiReference();
     RateLimits limits = settings.rateLimits();
     AuthHandler auth = new AuthHandler(services.keys(), limits, inFlight);
@@ -163,6 +164,9 @@ public final class RunwayApp {
       routes.post("/v1/runs/{runId}/cancel", runs::cancel, Scope.RUNS_WRITE);
       routes.post("/v1/runs/{runId}/rerun", runs::rerun, Scope.RUNS_WRITE);
       routes.post("/v1/runs/rerun", runs::rerunAll, Scope.RUNS_WRITE);
+      routes.post("/v1/runs/{runId}/signals/{name}", signals::send, Scope.RUNS_WRITE);
+      // A run's one-use signal URL: no API key, the token in the path is the credential.
+      routes.post("/signals/{token}", signals::sendByUrl);
       routes.get("/v1/runs/{runId}/events", events::events, Scope.RUNS_READ);
       routes.get("/v1/runs/{runId}/messages", runs::messages, Scope.RUNS_READ);
       routes.get("/v1/events", events::workspaceEvents, Scope.RUNS_READ);

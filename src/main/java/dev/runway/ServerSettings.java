@@ -55,7 +55,8 @@ public record ServerSettings(
     java.util.Map<dev.runway.quota.Quota, Integer> quotas,
     int maxPageBytes,
     Duration heartbeat,
-    dev.runway.trigger.HookSettings hooks) {
+    dev.runway.trigger.HookSettings hooks,
+    String publicUrl) {
 
   public static ServerSettings from(Settings s) {
     String url = s.string("db.url");
@@ -113,7 +114,32 @@ public record ServerSettings(
         // At most a third of the lease: a lease outlives two missed beats.
         dev.runway.instance.Leases.beatFor(Duration.ofMillis(s.integer("instances.heartbeat_ms", 100, 600_000)),
             Duration.ofSeconds(s.integer("engine.lease_seconds", 1, 3600))),
-        dev.runway.trigger.HookSettings.from(s));
+        dev.runway.trigger.HookSettings.from(s),
+        publicUrl(s));
+  }
+
+  /** http.public_url: empty, or an http(s) URL with a host (a trailing slash is dropped). */
+  private static String publicUrl(Settings s) {
+    String url = s.string("http.public_url").trim();
+    if (url.isEmpty()) {
+      return url;
+    }
+    try {
+      java.net.URI uri = new java.net.URI(url);
+      if ((!"http".equals(uri.getScheme()) && !"https".equals(uri.getScheme())) || uri.getHost() == null
+          || uri.getQuery() != null || uri.getFragment() != null) {
+        throw s.invalid("http.public_url", "must be an http:// or https:// URL with a host and no query, e.g. "
+            + "https://runway.example.com");
+      }
+    } catch (java.net.URISyntaxException e) {
+      throw s.invalid("http.public_url", "must be a URL, e.g. https://runway.example.com");
+    }
+    return url.endsWith("/") ? url.substring(0, url.length() - 1) : url;
+  }
+
+  /** The server's public address, {@code port} giving the port it listens on once started. */
+  public dev.runway.http.PublicUrl publicUrl(java.util.function.IntSupplier port) {
+    return new dev.runway.http.PublicUrl(publicUrl, httpHost, port);
   }
 
   private static boolean isKey(String base64) {

@@ -12,12 +12,12 @@ import dev.runway.core.Slugs;
 import dev.runway.db.Slice;
 import dev.runway.events.EventReads;
 import dev.runway.http.ErrorMapper;
-import dev.runway.http.RequestBase;
 import dev.runway.run.Event;
 import dev.runway.run.Run;
 import dev.runway.run.RunFilter;
 import dev.runway.run.RunMessage;
 import dev.runway.run.RunService;
+import dev.runway.run.RunSignals;
 import dev.runway.run.RunStatus;
 import dev.runway.workflow.Workflow;
 import dev.runway.workflow.WorkflowService;
@@ -53,9 +53,11 @@ public final class RunPages {
   private final EventReads events;
   private final WorkflowService workflows;
   private final AgentService agents;
+  private final RunSignals signals;
 
   public RunPages(ConsoleGuard guard, PageRenderer pages, RunService runs, EventReads events,
-      WorkflowService workflows, AgentService agents) {
+      WorkflowService workflows, AgentService agents, RunSignals signals) {
+    this.signals = signals;
     this.guard = guard;
     this.pages = pages;
     this.events = events;
@@ -109,7 +111,7 @@ public final class RunPages {
     showRun(ctx, signed.get(), 200, null);
   }
 
-  /** POST /console/runs/{id}/approve, …/reject (with a comment) and …/cancel. */
+  /** POST /console/runs/{id}/approve, …/reject (with a comment), …/cancel and …/signal (a name and a JSON body). */
   public void decide(Context ctx) {
     ConsoleForm posted = guard.readForm(ctx);
     if (posted == null) {
@@ -133,6 +135,7 @@ public final class RunPages {
         case "approve" -> runs.approve(actor(signed.get()), runId, comment);
         case "reject" -> runs.reject(actor(signed.get()), runId, comment);
         case "cancel" -> runs.cancel(actor(signed.get()), runId);
+        case "signal" -> sendSignal(actor(signed.get()), runId, posted);
         default -> throw DomainException.notFound("not_found", "no such action");
       }
       ctx.redirect("/console/runs/" + runId, HttpStatus.SEE_OTHER);
@@ -196,7 +199,7 @@ public final class RunPages {
       return;
     }
     pages.render(ctx, 200, "workflow.jte", "frame", pages.frame("Workflow " + workflow.id(), signed.get(),
-        "workflows"), "workflow", Views.WorkflowDetail.of(workflows.view(workflow, RequestBase.of(ctx))));
+        "workflows"), "workflow", Views.WorkflowDetail.of(workflows.view(workflow)));
   }
 
   private void showRun(Context ctx, SignedIn signed, int status, String error) {
@@ -221,6 +224,23 @@ public final class RunPages {
     boolean moving = !RunStatus.isEnded(run.status()) && !RunStatus.AWAITING_APPROVAL.wireName().equals(run.status());
     pages.render(ctx, status, "run.jte", "frame", pages.frame("Run " + run.id(), signed, "runs"),
         "run", Views.RunDetail.of(run, events, messages, children, error, moving ? REFRESH_SECONDS : 0));
+  }
+
+  /** Sends the signal the form names with its body (JSON; empty: null), as the API does. */
+  private void sendSignal(Principal actor, String runId, ConsoleForm posted) {
+    String name = posted.get("signal");
+    if (name == null || !Slugs.isSlug(name)) {
+      throw DomainException.invalid("signal", "The signal's name must be a slug.");
+    }
+    String text = posted.get("body");
+    JsonNode body;
+    try {
+      body = text == null || text.isBlank() ? com.fasterxml.jackson.databind.node.NullNode.getInstance()
+          : Json.parseUntrusted(text.getBytes(java.nio.charset.StandardCharsets.UTF_8), null, Integer.MAX_VALUE);
+    } catch (Json.InvalidJson e) {
+      throw DomainException.invalid("body", "The body must be JSON: " + e.getMessage());
+    }
+    signals.send(actor, runId, name, body, null);
   }
 
   private void notFound(Context ctx, SignedIn signed) {

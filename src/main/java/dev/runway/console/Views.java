@@ -132,15 +132,23 @@ public final class Views {
   public record RunDetail(String id, String kind, String what, String project, String status, String created,
       String updated, String finished, String parentRunId, String rerunOf, String inputs, String approval,
       String failure, List<StepRow> steps, List<MessageRow> transcript, String output, boolean outputIsJson, List<EventRow> events,
-      List<RunRow> children, String allChildren, String error, int refresh) {
+      List<RunRow> children, String allChildren, String error, int refresh, String signal, String signalUntil) {
 
     static RunDetail of(Run run, List<Event> events, List<RunMessage> messages, Slice<Run> children, String error,
         int refresh) {
       List<StepRow> steps = new ArrayList<>();
+      String signal = null;
+      String signalUntil = null;
       if (!run.isAgent() && run.steps() != null) {
         for (JsonNode step : Json.tree(run.steps())) {
           String output = step.path("error").hasNonNull("message") ? step.path("error").path("message").asText()
               : step.path("output").isMissingNode() || step.path("output").isNull() ? "" : shorten(step.path("output"));
+          if (step.path("type").asText().equals("wait") && step.path("status").asText().equals("waiting")
+              && step.hasNonNull("signal") && !run.isEnded()) {
+            signal = step.path("signal").asText();
+            signalUntil = time(java.time.Instant.parse(step.path("expires_at").asText()));
+            output = "waiting for signal " + signal + " until " + signalUntil;
+          }
           steps.add(new StepRow(step.path("index").asText(), step.path("id").asText(""), step.path("type").asText(),
               step.path("status").asText() + (step.path("reused").asBoolean() ? " (reused)" : ""),
               step.path("attempts").isArray() ? String.valueOf(step.path("attempts").size())
@@ -163,7 +171,13 @@ public final class Views {
           : time(run.finishedAt()), run.parentRunId(), run.rerunOf(), pretty(run.isAgent() ? null : run.inputs()),
           pretty(run.approval()), pretty(run.error()), steps, transcript, outputText, outputIsJson, eventRows,
           children.rows().stream().map(RunRow::of).toList(),
-          children.more() ? "/console/runs?parent_run_id=" + run.id() : null, error, refresh);
+          children.more() ? "/console/runs?parent_run_id=" + run.id() : null, error, signal != null ? 0 : refresh,
+          signal, signalUntil);
+    }
+
+    /** Whether the run waits for a signal (its form then shows). */
+    public boolean awaitingSignal() {
+      return signal != null;
     }
 
     public boolean awaitingApproval() {

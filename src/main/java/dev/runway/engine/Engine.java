@@ -13,6 +13,7 @@ import dev.runway.run.Run;
 import dev.runway.run.RunDao;
 import dev.runway.run.RunMachine;
 import dev.runway.run.RunMachines;
+import dev.runway.run.SignalUrls;
 import dev.runway.secret.SecretSource;
 import java.time.Instant;
 import java.util.ArrayList;
@@ -88,7 +89,7 @@ public final class Engine implements AutoCloseable {
   private volatile boolean running = true;
 
   private Engine(Jdbi jdbi, GroupCommitter committer, EngineSettings settings, SecretSource secrets, CrmWriter crm,
-      OutboundHttp outbound, ModelSettings modelSettings, Leases leases) {
+      OutboundHttp outbound, ModelSettings modelSettings, Leases leases, SignalUrls signalUrls) {
     this.jdbi = jdbi;
     this.leases = leases;
     this.owner = leases.instanceId();
@@ -103,7 +104,7 @@ public final class Engine implements AutoCloseable {
       return t;
     });
     this.machines = new RunMachines(settings.approvalTimeoutSeconds(), modelSettings.allowed(), this::wake, crm,
-        places);
+        places, signalUrls);
     this.steps = new StepRunner(committer, settings,
         new HttpStepCaller(outbound, secrets, settings.maxResponseBytes()), machines, leases, workers);
     // One trusted endpoint serves every model call: it is bounded by the calls in flight, not per host.
@@ -120,7 +121,13 @@ public final class Engine implements AutoCloseable {
    */
   public static Engine start(Jdbi jdbi, GroupCommitter committer, EngineSettings settings, ModelSettings model,
       SecretSource secrets, CrmWriter crm, Leases leases) {
-    return start(jdbi, committer, settings, model, secrets, crm, settings.outbound(null), leases);
+    return start(jdbi, committer, settings, model, secrets, crm, settings.outbound(null), leases, SignalUrls.NONE);
+  }
+
+  /** As above; templates see runs' signal URLs as {@code signalUrls} makes them. */
+  public static Engine start(Jdbi jdbi, GroupCommitter committer, EngineSettings settings, ModelSettings model,
+      SecretSource secrets, CrmWriter crm, Leases leases, SignalUrls signalUrls) {
+    return start(jdbi, committer, settings, model, secrets, crm, settings.outbound(null), leases, signalUrls);
   }
 
   /**
@@ -129,7 +136,13 @@ public final class Engine implements AutoCloseable {
    */
   public static Engine start(Jdbi jdbi, GroupCommitter committer, EngineSettings settings, ModelSettings model,
       SecretSource secrets, CrmWriter crm, OutboundHttp outbound, Leases leases) {
-    Engine engine = new Engine(jdbi, committer, settings, secrets, crm, outbound, model, leases);
+    return start(jdbi, committer, settings, model, secrets, crm, outbound, leases, SignalUrls.NONE);
+  }
+
+  /** As above, with the signal URLs templates see. */
+  public static Engine start(Jdbi jdbi, GroupCommitter committer, EngineSettings settings, ModelSettings model,
+      SecretSource secrets, CrmWriter crm, OutboundHttp outbound, Leases leases, SignalUrls signalUrls) {
+    Engine engine = new Engine(jdbi, committer, settings, secrets, crm, outbound, model, leases, signalUrls);
     engine.dispatcher.start();
     LOG.info("engine {} started: {} calls in flight at most, {} per workspace", engine.owner,
         settings.maxCallsInFlight(), settings.maxCallsInFlightPerWorkspace());

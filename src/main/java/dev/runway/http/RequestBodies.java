@@ -37,6 +37,23 @@ public final class RequestBodies {
     return parseOptionalObject(read(ctx, false));
   }
 
+  /** The body as any JSON value (an object, an array, text, a number, true, false, null); no body is null. */
+  public JsonNode anyValue(Context ctx) {
+    byte[] bytes = read(ctx, false);
+    if (bytes.length == 0) {
+      return com.fasterxml.jackson.databind.node.NullNode.getInstance();
+    }
+    JsonNode node;
+    try {
+      node = Json.parseUntrusted(bytes, null, Integer.MAX_VALUE);
+    } catch (Json.TooMany e) {
+      throw new ApiException(413, "body_too_large", "the request body " + e.getMessage() + "; send fewer in one request");
+    } catch (Json.InvalidJson e) {
+      throw new ApiException(400, "invalid_json", "the request body " + e.getMessage(), e.path());
+    }
+    return node == null ? com.fasterxml.jackson.databind.node.NullNode.getInstance() : node;
+  }
+
   private byte[] read(Context ctx, boolean required) {
     String contentType = ctx.header("Content-Type");
     long declared = ctx.req().getContentLengthLong();

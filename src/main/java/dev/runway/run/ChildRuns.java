@@ -122,6 +122,9 @@ final class ChildRuns {
       for (String child : w.childrenToCancel()) {
         cancel(tx, next, child);
       }
+      if (machines.signalWaits().saved(tx, w, next)) {
+        return; // it took a kept signal and saved the run again, moved on: that save told the parent
+      }
       if (w.crmWrite() != null) {
         machines.crmSteps().write(tx, w, next); // saves the run again, moved on: that save tells the parent
         return;
@@ -189,6 +192,7 @@ final class ChildRuns {
     }
     RunDao.insert(tx, stored);
     RunEvents.store(tx, stored, events);
+    machines.signalWaits().register(tx, cm, stored);
     afterInsert(tx, cm, stored);
     if (due && place == null) {
       tx.afterCommit(runDue);

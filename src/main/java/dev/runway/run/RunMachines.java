@@ -13,6 +13,7 @@ public final class RunMachines {
   private final ChildRuns children;
   private final CrmSteps crmSteps;
   private final CallPlaces places;
+  private final SignalWaits signalWaits;
   private final WeighedCache<String, WorkflowRunMachine.Definition> workflows =
       new WeighedCache<>(3_000_000, (text, definition) -> 3L * text.length());
   private final WeighedCache<String, AgentRunMachine.Definition> agents =
@@ -27,7 +28,14 @@ public final class RunMachines {
    */
   public RunMachines(long approvalTimeoutSeconds, AllowedModels allowedModels, Runnable runDue, CrmWriter crm,
       CallPlaces places) {
+    this(approvalTimeoutSeconds, allowedModels, runDue, crm, places, SignalUrls.NONE);
+  }
+
+  /** As above; workflow runs' templates see their signal URLs as {@code signalUrls} makes them. */
+  public RunMachines(long approvalTimeoutSeconds, AllowedModels allowedModels, Runnable runDue, CrmWriter crm,
+      CallPlaces places, SignalUrls signalUrls) {
     this.places = places;
+    this.signalWaits = new SignalWaits(this, approvalTimeoutSeconds, runDue, signalUrls);
     this.children = new ChildRuns(this, approvalTimeoutSeconds, allowedModels, runDue, places);
     this.crmSteps = new CrmSteps(crm, this, approvalTimeoutSeconds, runDue);
   }
@@ -38,6 +46,10 @@ public final class RunMachines {
 
   CrmSteps crmSteps() {
     return crmSteps;
+  }
+
+  SignalWaits signalWaits() {
+    return signalWaits;
   }
 
   CallPlaces places() {
@@ -65,6 +77,7 @@ public final class RunMachines {
     }
     WorkflowRunMachine machine = new WorkflowRunMachine(run, now, definition);
     machine.children = children;
+    machine.signalUrls = signalWaits.urls();
     return machine;
   }
 

@@ -477,6 +477,7 @@ public final class RunStarts {
     RunDao.insert(tx, stored);
     RunEvents.store(tx, stored, events);
     RunMessageDao.insert(tx, firsts.messages());
+    machines.signalWaits().register(tx, firsts.machine(), stored);
     machines.children().afterInsert(tx, firsts.machine(), stored);
     return firsts.callDue() && place == null;
   }

@@ -63,6 +63,12 @@ public final class WorkflowRunMachine extends RunMachine {
   private final List<String> childrenToCancel = new ArrayList<>();
   /** The records the current crm step writes in the commit that saves this move (see {@link CrmSteps}); else null. */
   private CrmWrite crmWrite;
+  /** The signal a wait step this move reached waits for: a kept one is taken in the commit that saves it (see {@link SignalWaits}); else null. */
+  private String signalWait;
+  /** The signals whose waits ended in these moves (taken, timed out): their URLs end in the same commit. */
+  private final java.util.Set<String> endedWaits = new java.util.LinkedHashSet<>();
+  /** Makes the run's signal URLs for its templates; set by {@link RunMachines}. */
+  SignalUrls signalUrls = SignalUrls.NONE;
 
   /** A run's stored definition, parsed: its steps, what makes its output (null: none), how deep it nests. */
   record Definition(List<Step> steps, JsonTemplate output, int depth, int budget, JsonNode iteration,
@@ -199,6 +205,20 @@ public final class WorkflowRunMachine extends RunMachine {
         dueAt = now;
         return false;
       }
+      if (step instanceof Step.Wait wait) {
+        if (!step(currentStep).hasNonNull("expires_at")) {
+          startWait(wait);
+        }
+        Instant expires = Instant.parse(step(currentStep).get("expires_at").asText());
+        if (now.isBefore(expires)) {
+          dueAt = expires; // only to time it out: a signal moves the run on in the commit that brings it
+          return false;
+        }
+        endedWaits.add(wait.signal());
+        failStep("signal_timeout", null, "no signal '" + wait.signal() + "' came before " + Json.TIME.format(expires)
+            + " (timeout_s " + wait.timeoutSeconds() + ")");
+        continue;
+      }
       if (step instanceof Step.Delay delay) {
         if (!step(currentStep).hasNonNull("wake_at")) {
           startDelay(delay.seconds());
@@ -288,26 +308,53 @@ public final class WorkflowRunMachine extends RunMachine {
 
   /**
    * What the step's expressions see: {@code inputs}, {@code steps.<id>.output} and {@code .status}
-   * of every step (null and pending for those not reached), and {@code run} (id, project, workflow,
-   * created_at).
+   * of every step (null and pending for those not reached), {@code run} (id, project, workflow,
+   * created_at, and {@code signal_url.<name>} for each signal its wait steps wait for), and
+   * {@code signal}: the body of the signal the latest wait step that got one took (else null).
    */
   public Map<String, JsonNode> expressionVariables() {
     ObjectNode byId = Json.MAPPER.createObjectNode();
     if (iteration != null) {
       byId.setAll((ObjectNode) iteration.path("steps")); // the outer steps it names; its own shadow them
     }
+    JsonNode signal = NullNode.getInstance();
     for (int i = 0; i < definition.size(); i++) {
       ObjectNode progress = step(i);
       byId.putObject(definition.get(i).flow().id()).put("status", progress.path("status").asText())
           .set("output", progress.path("output").isMissingNode() ? null : progress.get("output"));
+      if (definition.get(i) instanceof Step.Wait && progress.path("status").asText().equals("succeeded")) {
+        signal = progress.path("output").isMissingNode() ? NullNode.getInstance() : progress.get("output");
+      }
+    }
+    ObjectNode run;
+    if (iteration != null) {
+      run = (ObjectNode) iteration.get("run");
+    } else {
+      run = Json.MAPPER.createObjectNode().put("id", base.id()).put("project", base.project())
+          .put("workflow", base.workflowId()).put("created_at", Json.TIME.format(base.createdAt()));
+    }
+    List<String> names = signalNames();
+    if (!names.isEmpty() && signalUrls.enabled()) {
+      run = run.deepCopy(); // an iteration's run is shared by the parsed definition: not to be changed
+      ObjectNode urls = run.putObject("signal_url"); // this run's own: an iteration's go to the iteration
+      names.forEach(name -> urls.put(name, signalUrls.url(base.id(), name)));
     }
     if (iteration != null) {
-      return Map.of("inputs", Json.tree(base.inputs()), "steps", byId, "run", iteration.get("run"),
-          "item", iteration.path("item"), "index", iteration.path("index"));
+      return Map.of("inputs", Json.tree(base.inputs()), "steps", byId, "run", run,
+          "item", iteration.path("item"), "index", iteration.path("index"), "signal", signal);
     }
-    ObjectNode run = Json.MAPPER.createObjectNode().put("id", base.id()).put("project", base.project())
-        .put("workflow", base.workflowId()).put("created_at", Json.TIME.format(base.createdAt()));
-    return Map.of("inputs", Json.tree(base.inputs()), "steps", byId, "run", run);
+    return Map.of("inputs", Json.tree(base.inputs()), "steps", byId, "run", run, "signal", signal);
+  }
+
+  /** The signals this run's own wait steps wait for (those in its iterations wait in the iterations). */
+  List<String> signalNames() {
+    List<String> names = new ArrayList<>();
+    for (Step step : definition) {
+      if (step instanceof Step.Wait wait && !names.contains(wait.signal())) {
+        names.add(wait.signal());
+      }
+    }
+    return names;
   }
 
   /**
@@ -605,7 +652,7 @@ public final class WorkflowRunMachine extends RunMachine {
     if (step instanceof Step.Foreach) {
       it.set("item", step(currentStep).get("items").get(i));
     }
-    it.put("index", i).set("run", vars.get("run"));
+    it.put("index", i).set("run", ((ObjectNode) vars.get("run")).deepCopy().without("signal_url"));
     ObjectNode outer = it.putObject("steps");
     vars.get("steps").fields().forEachRemaining(e -> {
       if (innerText.contains(e.getKey())) {
@@ -822,6 +869,59 @@ public final class WorkflowRunMachine extends RunMachine {
     if (currentStep >= 0 && currentStep < steps.size() && !isDone(step(currentStep))) {
       finishStep(currentStep, "canceled", null);
     }
+  }
+
+  // ---- signals ----
+
+  /** Whether the run stands at a wait step for signal {@code name} whose time has not run out. */
+  public boolean waitsForSignal(String name) {
+    if (ended() || status != RunStatus.RUNNING || currentStep < 0 || currentStep >= steps.size()
+        || !(definition.get(currentStep) instanceof Step.Wait wait) || !wait.signal().equals(name)) {
+      return false;
+    }
+    ObjectNode progress = step(currentStep);
+    return progress.path("status").asText().equals("waiting") && progress.hasNonNull("expires_at")
+        && now.isBefore(Instant.parse(progress.get("expires_at").asText()));
+  }
+
+  /**
+   * The wait step the run stands at takes signal {@code signalId} ({@code body}, sent {@code via} api
+   * or url, by {@code actor}: the caller's key or account, {@code signal_url}, or the engine for a kept
+   * one): it succeeds with the body as its output, and the run moves on. A body that would take the
+   * run past {@link #MAX_RUN_CHARS} fails the step with output_too_large instead.
+   */
+  public void signalReceived(String signalId, String name, JsonNode body, String via, String actor) {
+    endedWaits.add(name);
+    step(currentStep).put("signal_id", signalId);
+    record("run.signal_received", actor, currentStep, null,
+        data("signal", name, "step", definition.get(currentStep).flow().id(), "via", via, "signal_id", signalId));
+    int chars = Json.string(body).length();
+    if (chars + progress().length() > MAX_RUN_CHARS) {
+      failStep("output_too_large", null, "signal '" + name + "' came, but its body (" + chars + " characters) cannot "
+          + "be kept: with it, the run's steps would take over " + MAX_RUN_CHARS + " characters");
+      return;
+    }
+    completeStep(body);
+  }
+
+  /** The signal a wait step reached by these moves waits for, to take a kept one in their commit; else null. */
+  String signalWait() {
+    return signalWait;
+  }
+
+  /** The signals whose waits ended in these moves. */
+  java.util.Set<String> endedWaits() {
+    return endedWaits;
+  }
+
+  /** Starts a wait step: it waits for its signal until its time-out. */
+  private void startWait(Step.Wait wait) {
+    Instant expires = now.plusSeconds(wait.timeoutSeconds());
+    step(currentStep).put("status", "waiting").put("started_at", Json.TIME.format(now)).put("signal", wait.signal())
+        .put("expires_at", Json.TIME.format(expires));
+    signalWait = wait.signal();
+    record("step.waiting", ENGINE, currentStep, null, Map.of("signal", wait.signal(),
+        "expires_at", Json.TIME.format(expires)));
   }
 
   // ---- moves made by the engine ----

@@ -24,7 +24,8 @@ import java.util.stream.Collectors;
  * One compiled expression of a workflow definition, in Google's CEL: a language made for untrusted
  * input, with no I/O, no loops but bounded comprehensions, and a cost that can be bounded. It sees
  * only the variables {@code inputs}, {@code steps} (step id to {output, status}), {@code run} (id,
- * project, workflow, created_at), and {@code item} and {@code index} inside a foreach, all dynamic;
+ * project, workflow, created_at, signal_url), {@code signal} (the body of the latest wait step's
+ * signal), and {@code item} and {@code index} inside a foreach, all dynamic;
  * any other name does not compile. Immutable and thread-safe.
  *
  * <p>Cost: at most {@value #MAX_LENGTH} characters and {@value #MAX_DEPTH} levels of nesting;
@@ -51,6 +52,7 @@ public final class Expression {
       .addVar("run", SimpleType.DYN)
       .addVar("item", SimpleType.DYN)
       .addVar("index", SimpleType.DYN)
+      .addVar("signal", SimpleType.DYN)
       .build();
   /**
    * The legacy runtime, not 0.14.0's planner: the planner copies a comprehension's list at each

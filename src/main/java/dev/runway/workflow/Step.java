@@ -19,13 +19,14 @@ import java.util.Map;
 import java.util.Set;
 
 /**
- * One step of a workflow: an HTTP call to the caller's tool, an approval, a durable delay, a run
- * of another workflow or of an agent (a child run the step waits for), or a write of CRM records. Every
+ * One step of a workflow: an HTTP call to the caller's tool, an approval, a durable delay, a wait for
+ * a signal, a run of another workflow or of an agent (a child run the step waits for), or a write of
+ * CRM records. Every
  * step has an id (later steps read its output by it), may run only {@code if} an expression holds,
  * and may let the run go on when it fails ({@code on_failure: continue}); see {@link Flow}.
  */
 public sealed interface Step permits Step.Http, Step.Approval, Step.Delay, Step.Workflow, Step.Agent, Step.Crm,
-    Step.Foreach, Step.Parallel {
+    Step.Foreach, Step.Parallel, Step.Wait {
   /** The most steps in one list of steps. */
   int MAX_STEPS = 100;
   /** The most steps in a definition, counting those inside foreach and parallel steps. */
@@ -92,6 +93,20 @@ public sealed interface Step permits Step.Http, Step.Approval, Step.Delay, Step.
   record Delay(long seconds, Flow flow) implements Step {
     public String type() {
       return "delay";
+    }
+  }
+
+  /** The time-out of a wait step that names none: a day. */
+  long WAIT_TIMEOUT_SECONDS = 86_400;
+
+  /**
+   * Waits, durably, for the signal {@code signal} (a slug) sent to the run (by the API or its signal
+   * URL): the step succeeds with the signal's body as its output; past {@code timeoutSeconds} it
+   * fails with signal_timeout.
+   */
+  record Wait(String signal, long timeoutSeconds, Flow flow) implements Step {
+    public String type() {
+      return "wait";
     }
   }
 
@@ -242,8 +257,8 @@ public sealed interface Step permits Step.Http, Step.Approval, Step.Delay, Step.
     ObjectNode step = (ObjectNode) node;
     JsonNode type = step.get("type");
     if (type == null || !type.isTextual()) {
-      throw DomainException.invalid(at + ".type", at + ".type is required: http, approval, delay, workflow, agent, "
-          + "crm, foreach or parallel");
+      throw DomainException.invalid(at + ".type", at + ".type is required: http, approval, delay, wait, workflow, "
+          + "agent, crm, foreach or parallel");
     }
     String prefix = at + ".";
     return switch (type.textValue()) {
@@ -272,6 +287,12 @@ public sealed interface Step permits Step.Http, Step.Approval, Step.Delay, Step.
           throw DomainException.invalid(prefix + "seconds", prefix + "seconds is required");
         }
         yield new Delay(f.optionalLong("seconds", 0, 0, 31_536_000), flow(f, step, prefix, index));
+      }
+      case "wait" -> {
+        JsonFields f = JsonFields.of(step, fields("signal", "timeout_s"), prefix);
+        String signal = f.requiredSlug("signal");
+        yield new Wait(signal, f.optionalLong("timeout_s", WAIT_TIMEOUT_SECONDS, 1, 31_536_000),
+            flow(f, step, prefix, index));
       }
       case "workflow" -> {
         JsonFields f = JsonFields.of(step, fields("workflow", "inputs"), prefix);
@@ -343,7 +364,7 @@ public sealed interface Step permits Step.Http, Step.Approval, Step.Delay, Step.
         yield new Parallel(parsed, flow(f, step, prefix, index));
       }
       default -> throw DomainException.invalid(at + ".type",
-          at + ".type must be http, approval, delay, workflow, agent, crm, foreach or parallel, not '" + type.textValue()
+          at + ".type must be http, approval, delay, wait, workflow, agent, crm, foreach or parallel, not '" + type.textValue()
               + "'");
     };
   }
@@ -471,6 +492,8 @@ public sealed interface Step permits Step.Http, Step.Approval, Step.Delay, Step.
       target.put("timeout_s", a.timeoutSeconds());
     } else if (step instanceof Delay d) {
       target.put("seconds", d.seconds());
+    } else if (step instanceof Wait w) {
+      target.put("signal", w.signal()).put("timeout_s", w.timeoutSeconds());
     } else if (step instanceof Workflow w) {
       target.put("workflow", w.workflow());
       if (w.inputs() != null) {

@@ -8,7 +8,6 @@ import dev.runway.http.AuthHandler;
 import dev.runway.http.Page;
 import dev.runway.http.PathParams;
 import dev.runway.http.QueryParams;
-import dev.runway.http.RequestBase;
 import dev.runway.http.RequestBodies;
 import dev.runway.http.Responses;
 import io.javalin.http.Context;
@@ -35,12 +34,12 @@ public final class WorkflowRoutes {
     caller.requireWholeWorkspace("workflows");
     WorkflowDefinition definition = WorkflowDefinition.parse(id, bodies.requiredObject(ctx));
     WorkflowService.Saved saved = workflows.put(caller, id, definition);
-    Responses.json(ctx, saved.created() ? 201 : 200, workflows.view(saved.workflow(), RequestBase.of(ctx)));
+    Responses.json(ctx, saved.created() ? 201 : 200, workflows.view(saved.workflow()));
   }
 
   public void get(Context ctx) {
     String id = PathParams.slug(ctx, "id");
-    Responses.json(ctx, 200, workflows.view(workflows.get(AuthHandler.principal(ctx).workspaceId(), id), RequestBase.of(ctx)));
+    Responses.json(ctx, 200, workflows.view(workflows.get(AuthHandler.principal(ctx).workspaceId(), id)));
   }
 
   public void list(Context ctx) {
@@ -56,7 +55,7 @@ public final class WorkflowRoutes {
     String id = PathParams.slug(ctx, "id");
     Principal caller = AuthHandler.principal(ctx);
     caller.requireWholeWorkspace("workflows");
-    Responses.json(ctx, 200, workflows.view(workflows.archive(caller.workspaceId(), id), RequestBase.of(ctx)));
+    Responses.json(ctx, 200, workflows.view(workflows.archive(caller.workspaceId(), id)));
   }
 
   /**
@@ -70,8 +69,7 @@ public final class WorkflowRoutes {
     caller.requireWholeWorkspace("workflows");
     long grace = JsonFields.of(bodies.optionalObject(ctx), ROTATE_FIELDS)
         .optionalLong("expire_previous_in_s", 0, 0, WorkflowService.MAX_ROTATION_GRACE_SECONDS);
-    Responses.json(ctx, 200, workflows.view(workflows.rotateHook(caller.workspaceId(), id, index, grace),
-        RequestBase.of(ctx)));
+    Responses.json(ctx, 200, workflows.view(workflows.rotateHook(caller.workspaceId(), id, index, grace)));
   }
 
   private static int triggerIndex(Context ctx) {

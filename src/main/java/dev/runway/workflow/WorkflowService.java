@@ -12,6 +12,7 @@ import dev.runway.quota.Quota;
 import dev.runway.quota.QuotaDao;
 import dev.runway.quota.Quotas;
 import dev.runway.core.Sha256;
+import dev.runway.http.PublicUrl;
 import dev.runway.secret.SecretBox;
 import dev.runway.secret.SecretUse;
 import java.time.Instant;
@@ -62,9 +63,14 @@ public final class WorkflowService {
   /** What seals hook ids (the credentials of the hooks' URLs) in the database: the secrets key. */
   private final Supplier<SecretBox> box;
 
-  public WorkflowService(Jdbi jdbi, Quotas quotas, AllowedModels allowedModels, Supplier<SecretBox> box) {
+  /** The server's address, which hooks' URLs start with. */
+  private final PublicUrl publicUrl;
+
+  public WorkflowService(Jdbi jdbi, Quotas quotas, AllowedModels allowedModels, Supplier<SecretBox> box,
+      PublicUrl publicUrl) {
     this.jdbi = jdbi;
     this.box = box;
+    this.publicUrl = publicUrl;
     this.quotas = quotas;
     this.allowedModels = allowedModels;
   }
@@ -238,11 +244,8 @@ public final class WorkflowService {
     return workflow.triggers().contains("\"schedule\"");
   }
 
-  /**
-   * The workflow as the API shows it, with its schedules' next times and its hooks' URLs, made on
-   * {@code baseUrl} (the server's address as the caller reaches it).
-   */
-  public WorkflowView view(Workflow workflow, String baseUrl) {
+  /** The workflow as the API shows it, with its schedules' next times and its hooks' URLs. */
+  public WorkflowView view(Workflow workflow) {
     if (!scheduled(workflow) && !hooked(workflow)) {
       return WorkflowView.of(workflow, List.of(), Map.of());
     }
@@ -253,7 +256,7 @@ public final class WorkflowService {
       if (hooked(workflow)) {
         for (HookDao.Row row : h.attach(HookDao.class).current(workflow.workspaceId(), workflow.id())) {
           String hookId = unseal(row);
-          hookUrls.put(row.triggerIndex(), hookId == null ? null : baseUrl + "/hooks/" + hookId);
+          hookUrls.put(row.triggerIndex(), hookId == null ? null : publicUrl.base() + "/hooks/" + hookId);
         }
       }
       return WorkflowView.of(workflow, schedules, hookUrls);

@@ -188,6 +188,36 @@ class ConsoleBrowserTest {
     });
   }
 
+  @BothDatabases
+  void a_run_waiting_for_a_signal_takes_it_from_the_run_page(Api api) {
+    requireChromium();
+    api.test(http -> {
+      assertEquals(201, http.put("/v1/workflows/await-payment", """
+          {"steps":[{"id":"pay","type":"wait","signal":"payment_received","timeout_s":3600}]}""").status());
+      Http.Reply started = http.post("/v1/workflows/await-payment/runs", "{\"project\":\"demo\"}");
+      assertEquals(200, started.status(), started::toString);
+      String run = started.json().get("id").asText();
+      String email = ConsoleRunsTest.signUpOwner(api, http);
+      WebDriver driver = chromium();
+      WebDriverWait wait = new WebDriverWait(driver, WAIT);
+      try {
+        signIn(driver, wait, http.origin(), email);
+        driver.get(http.origin() + "/console/runs/" + run);
+        wait.until(ExpectedConditions.textToBePresentInElementLocated(By.tagName("h1"), run));
+        assertTrue(driver.getPageSource().contains("Waiting for signal"), driver::getPageSource);
+        driver.findElement(By.id("signal-body")).sendKeys("{\"amount\": 4200}");
+        screenshot(driver, "run-waiting-for-signal");
+        driver.findElement(By.xpath("//button[text()='Send signal']")).click();
+        wait.until(ExpectedConditions.textToBePresentInElementLocated(By.tagName("h1"), "succeeded"));
+        wait.until(ExpectedConditions.textToBePresentInElementLocated(By.cssSelector("table.events"),
+            "run.signal_received"));
+        assertEquals(4200, http.get("/v1/runs/" + run).json().get("steps").get(0).get("output").get("amount").asInt());
+      } finally {
+        driver.quit();
+      }
+    });
+  }
+
   /** Signs the owner made by ConsoleRunsTest.signUpOwner in, on the console's sign-in page. */
   private static void signIn(WebDriver driver, WebDriverWait wait, String origin, String email) {
     driver.get(origin + "/console/signin");

@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import com.fasterxml.jackson.databind.JsonNode;
 import dev.runway.support.Api;
 import dev.runway.support.BothDatabases;
 import dev.runway.support.Browser;
@@ -237,6 +238,39 @@ class ConsoleRunsTest {
       assertEquals(303, browser.post("/console/runs/" + canceled + "/cancel").status());
       assertEquals("canceled", http.get("/v1/runs/" + canceled).json().get("status").asText());
       assertEquals(404, browser.post("/console/runs/" + canceled + "/launch").status());
+    });
+  }
+
+  @BothDatabases
+  void a_run_waiting_for_a_signal_shows_it_and_takes_it_from_the_form(Api api) {
+    api.test(http -> {
+      assertEquals(201, http.put("/v1/workflows/paid", "{\"steps\":[{\"type\":\"wait\",\"id\":\"pay\","
+          + "\"signal\":\"payment_received\",\"timeout_s\":600}]}").status());
+      Browser browser = owner(api, http);
+      String runId = start(http, "paid", "demo");
+      Browser.Page page = browser.get("/console/runs/" + runId);
+      assertTrue(page.body().contains("Waiting for signal <code>payment_received</code>"), page::toString);
+      assertTrue(page.body().contains("waiting for signal payment_received until "), page::toString);
+      assertFalse(page.body().contains("http-equiv=\"refresh\""), "no reload while a form waits to be filled");
+
+      Browser.Page bad = browser.post("/console/runs/" + runId + "/signal", "signal", "payment_received", "body", "{oops");
+      assertEquals(400, bad.status(), bad::toString);
+      assertTrue(bad.body().contains("The body must be JSON"), bad::toString);
+      assertEquals("waiting", http.get("/v1/runs/" + runId).json().get("steps").get(0).get("status").asText());
+      assertEquals(403, browser.postWithToken("/console/runs/" + runId + "/signal", null, "signal", "payment_received",
+          "body", "{}").status(), "a form without the session's token sends nothing");
+
+      Browser.Page sent = browser.post("/console/runs/" + runId + "/signal", "signal", "payment_received",
+          "body", "{\"amount\": 7}");
+      assertEquals(303, sent.status(), sent::toString);
+      JsonNode run = http.get("/v1/runs/" + runId).json();
+      assertEquals("succeeded", run.get("status").asText(), run::toString);
+      assertEquals(7, run.get("steps").get(0).get("output").get("amount").asInt());
+      Browser.Page after = browser.get("/console/runs/" + runId);
+      assertTrue(after.body().contains("run.signal_received"));
+      assertFalse(after.body().contains("Send signal"));
+      assertEquals(409, browser.post("/console/runs/" + runId + "/signal", "signal", "payment_received", "body", "1")
+          .status(), "as the API answers an ended run");
     });
   }
 

@@ -71,6 +71,11 @@ public final class Http {
     return new Http(origin, defaultKey, ownClient, timeout);
   }
 
+  /** The key requests go with unless they name another. */
+  public String defaultKey() {
+    return defaultKey;
+  }
+
   public String origin() {
     return origin;
   }

@@ -82,7 +82,7 @@ public enum TestDatabase {
     Heartbeat heartbeat = heartbeat(db.services().database().jdbi(), engineSettings.lease());
     Engine started = Engine.start(db.services().database().jdbi(), db.services().database().committer(),
         engineSettings, ModelSettings.from(settings), db.services().secrets(), db.services().crmSteps(),
-        heartbeat.leases()).closing(heartbeat);
+        heartbeat.leases(), db.services().signalUrls()).closing(heartbeat);
     engine = started;
     return started;
   }
