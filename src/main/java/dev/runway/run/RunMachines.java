@@ -13,6 +13,7 @@ public final class RunMachines {
   private final ChildRuns children;
   private final CrmSteps crmSteps;
   private final CallPlaces places;
+  private final ConcurrencyKeys concurrency;
   private final WeighedCache<String, WorkflowRunMachine.Definition> workflows =
       new WeighedCache<>(3_000_000, (text, definition) -> 3L * text.length());
   private final WeighedCache<String, AgentRunMachine.Definition> agents =
@@ -30,6 +31,11 @@ public final class RunMachines {
     this.places = places;
     this.children = new ChildRuns(this, approvalTimeoutSeconds, allowedModels, runDue, places);
     this.crmSteps = new CrmSteps(crm, this, approvalTimeoutSeconds, runDue);
+    this.concurrency = new ConcurrencyKeys(this, approvalTimeoutSeconds, runDue);
+  }
+
+  ConcurrencyKeys concurrency() {
+    return concurrency;
   }
 
   ChildRuns children() {
@@ -65,6 +71,7 @@ public final class RunMachines {
     }
     WorkflowRunMachine machine = new WorkflowRunMachine(run, now, definition);
     machine.children = children;
+    machine.concurrencyKeys = concurrency;
     return machine;
   }
 
