@@ -15,11 +15,18 @@ public interface ConcurrencyDao {
       + "AND workflow_id = :workflowId AND concurrency_key = :key AND active < :limit")
   int take(String workspaceId, String workflowId, String key, int limit);
 
-  /** The key's row with one place taken, if it has none yet: 1 if made. */
+  /** Whether the key has its row. */
+  @SqlQuery("SELECT COUNT(*) FROM concurrency_slot WHERE workspace_id = :workspaceId AND workflow_id = :workflowId "
+      + "AND concurrency_key = :key")
+  int rows(String workspaceId, String workflowId, String key);
+
+  /**
+   * The key's row, with one place taken. Two commits that make it at once: one fails on the primary
+   * key and is tried again alone by the group commit, and then finds the row.
+   */
   @SqlUpdate("INSERT INTO concurrency_slot (workspace_id, workflow_id, concurrency_key, active) "
-      + "SELECT :workspaceId, :workflowId, :key, 1 FROM (VALUES (1)) one WHERE NOT EXISTS (SELECT 1 FROM "
-      + "concurrency_slot WHERE workspace_id = :workspaceId AND workflow_id = :workflowId AND concurrency_key = :key)")
-  int makeTaken(String workspaceId, String workflowId, String key);
+      + "VALUES (:workspaceId, :workflowId, :key, 1)")
+  void insertTaken(String workspaceId, String workflowId, String key);
 
   /** Takes a place whether or not one is free (cancel_oldest: the oldest run's end gives one back). */
   @SqlUpdate("UPDATE concurrency_slot SET active = active + 1 WHERE workspace_id = :workspaceId "

@@ -53,7 +53,11 @@ final class ConcurrencyKeys {
     ConcurrencyDao places = tx.dao(ConcurrencyDao.class);
     String ws = stored.workspaceId();
     String wf = stored.workflowId();
-    if (places.take(ws, wf, key, concurrency.limit()) == 1 || places.makeTaken(ws, wf, key) == 1) {
+    if (places.take(ws, wf, key, concurrency.limit()) == 1) {
+      return null;
+    }
+    if (places.rows(ws, wf, key) == 0) { // the key's first run
+      places.insertTaken(ws, wf, key);
       return null;
     }
     Run keyed = fresh.withConcurrencyKey(key);
