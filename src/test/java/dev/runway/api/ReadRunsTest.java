@@ -47,7 +47,8 @@ class ReadRunsTest {
       ObjectNode expected = ((ObjectNode) started.json()).deepCopy();
       expected.put("status", "awaiting_approval").set("approval", read.json().get("approval"));
       assertEquals(expected, read.json(), "every other field, inputs included, as start returned it");
-      assertEquals(List.of("id", "workflow", "status", "requires_approval", "created_at", "kind", "agent", "parent_run_id", "rerun_of", "project",
+      assertEquals(List.of("id", "workflow", "status", "requires_approval", "created_at", "kind", "agent", "parent_run_id", "rerun_of", "concurrency_key",
+          "project",
           "inputs", "updated_at", "finished_at", "approval", "error", "output", "steps"), fieldNames(read.json()));
       assertEquals("workflow", read.json().get("kind").asText());
       assertTrue(read.json().get("agent").isNull(), "a workflow run has agent: null");
