@@ -124,7 +124,10 @@ final class ConcurrencyKeys {
     places.giveBack(ws, ended.workflowId(), ended.concurrencyKey());
   }
 
-  /** Starts queued run {@code queued} in {@code tx}: its first moves, as a new run makes them, and their events. */
+  /**
+   * Starts queued run {@code queued} in {@code tx}: its first moves, as a new run makes them, and
+   * their events; a run that stands at an http call then is handed to the engine (see {@link CallPlaces}).
+   */
   private void start(Tx tx, Run queued) {
     Instant now = Time.now();
     WorkflowRunMachine m = machines.workflow(queued.dequeued(now), now);
@@ -132,8 +135,15 @@ final class ConcurrencyKeys {
     boolean due = m.start(RunMachine.ENGINE, null, approvalTimeoutSeconds, events);
     m.events().clear(); // saved with the machine's events: its start event first, then its moves'
     m.events().addAll(events);
-    ChildRuns.save(tx, m, m.toRun(null, null));
-    if (due) {
+    // Standing at a due call, it goes to this instance's engine at once when it has room, as a new run does.
+    CallPlaces.Place place = due ? machines.places().take(m.toRun(null, null)) : null;
+    Run next = m.toRun(null, null);
+    if (place != null) {
+      m.startAttempt();
+      next = place.leaseIn(tx, m.toRun(null, null));
+    }
+    ChildRuns.save(tx, m, next);
+    if (due && place == null) {
       tx.afterCommit(runDue);
     }
   }

@@ -451,7 +451,15 @@ public final class RunStarts {
       ConcurrencyKeys.Held held = machines.concurrency().admit(tx, w, firsts.started(), firsts.run(), firsts.actor());
       if (held != null) { // queued, or skipped: its first moves are not made (see ConcurrencyKeys)
         RunDao.insert(tx, held.run());
-        RunEvents.store(tx, held.run(), held.events());
+        List<Event> events = new ArrayList<>(); // what began its timeline before its start (schedule.fired)
+        for (Event e : firsts.events()) {
+          if (e.type().equals("run.started")) {
+            break;
+          }
+          events.add(e);
+        }
+        events.addAll(held.events());
+        RunEvents.store(tx, held.run(), events);
         if (held.machine() != null) {
           machines.children().afterInsert(tx, held.machine(), held.run());
         }

@@ -77,6 +77,29 @@ class ConcurrencyKeyStartsTest {
   }
 
   @BothDatabases
+  void runs_started_by_a_schedule_wait_for_the_key_their_timeline_beginning_with_the_firing(Api api) {
+    api.test(http -> {
+      Http.Reply put = http.put("/v1/workflows/hourly", "{\"requires_approval\": true, \"triggers\": "
+          + "[{\"schedule\": {\"every\": \"1h\"}}], \"concurrency\": {\"key\": \"one\"}}");
+      assertEquals(201, put.status(), put::toString);
+      java.time.Instant next = java.time.Instant.parse(put.json().get("triggers").get(0).get("next_run_at").asText());
+      Database db = api.services().database();
+      dev.runway.trigger.Scheduler scheduler = dev.runway.trigger.Scheduler.idle(db.jdbi(), db.committer(),
+          api.services().starts());
+      scheduler.round(next.plusMillis(10));
+      scheduler.round(next.plus(Duration.ofHours(1)).plusMillis(10));
+      List<String> runs = runs(api, "hourly");
+      assertEquals(List.of("awaiting_approval", "queued"), statuses(api, "hourly"));
+      String queued = runs.get(1).split(" ")[0];
+      List<String> types = new ArrayList<>();
+      http.get("/v1/runs/" + queued + "/events").json().get("data").forEach(e -> types.add(e.get("type").asText()));
+      assertEquals(List.of("schedule.fired", "run.queued"), types);
+      assertEquals(200, http.post("/v1/runs/" + runs.get(0).split(" ")[0] + "/cancel", "{}").status());
+      assertEquals(List.of("canceled", "awaiting_approval"), statuses(api, "hourly"));
+    });
+  }
+
+  @BothDatabases
   void child_runs_of_a_workflow_step_wait_for_the_key_and_their_parents_wait_for_them(Api api) throws Exception {
     try (var engine = api.database().startEngine()) {
       api.test(http -> {
