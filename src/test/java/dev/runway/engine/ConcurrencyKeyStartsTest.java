@@ -1,6 +1,7 @@
 package dev.runway.engine;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
@@ -143,6 +144,70 @@ class ConcurrencyKeyStartsTest {
       assertEquals(200, http.post("/v1/runs/" + active + "/cancel", "{}").status());
       assertEquals("awaiting_approval", status(http, again));
     });
+  }
+
+  /**
+   * Two engines on one database (each with its own leases and claims, as two instances' engines)
+   * run 40 runs of two keys (limit 1) against a tool that answers after 100 ms: read in commit order
+   * (GET /v1/events), no run of a key starts while another is active, and each key's runs start in
+   * creation order once they queued.
+   */
+  @BothDatabases
+  void two_engines_on_one_database_run_the_runs_of_a_key_one_at_a_time(Api api) throws Exception {
+    try (dev.runway.support.ToolServer tool = dev.runway.support.ToolServer.start();
+         var first = api.database().startEngine(); var second = api.database().startEngine()) {
+      tool.script("/work", dev.runway.support.ToolServer.Reply.json(200, "{}").after(Duration.ofMillis(100)));
+      api.test(http -> {
+        assertEquals(201, http.put("/v1/workflows/per-customer", "{" + ONE_AT_A_TIME + ", \"steps\": [{\"type\": "
+            + "\"http\", \"url\": \"" + tool.url("/work") + "\"}]}").status());
+        ExecutorService pool = Executors.newFixedThreadPool(4);
+        List<String> ids;
+        try {
+          List<Future<String>> starts = new ArrayList<>();
+          for (int i = 0; i < 40; i++) {
+            String customer = i % 2 == 0 ? "acme" : "globex";
+            starts.add(pool.submit(() -> Runs.start(http, "per-customer", "demo", "{\"customer\": \"" + customer
+                + "\"}").get("id").asText()));
+          }
+          ids = new ArrayList<>();
+          for (Future<String> f : starts) {
+            ids.add(f.get());
+          }
+        } finally {
+          pool.shutdownNow();
+        }
+        for (String id : ids) {
+          Runs.await(http, id, "succeeded", r -> r.get("status").asText().equals("succeeded"), Duration.ofSeconds(60));
+        }
+        java.util.Map<String, String> keys = new java.util.HashMap<>();
+        for (String id : ids) {
+          keys.put(id, http.get("/v1/runs/" + id).json().get("concurrency_key").asText());
+        }
+        java.util.Map<String, Integer> active = new java.util.HashMap<>();
+        java.util.Map<String, List<String>> started = new java.util.HashMap<>();
+        java.util.Map<String, List<String>> queued = new java.util.HashMap<>();
+        for (JsonNode e : http.all("/v1/events?limit=1000")) {
+          String run = e.get("run_id").asText();
+          String key = keys.get(run);
+          switch (e.get("type").asText()) {
+            case "run.queued" -> queued.computeIfAbsent(key, k -> new ArrayList<>()).add(run);
+            case "run.started" -> {
+              assertEquals(1, (int) active.merge(key, 1, Integer::sum), "a second run of " + key + " started: " + run);
+              started.computeIfAbsent(key, k -> new ArrayList<>()).add(run);
+            }
+            case "run.succeeded" -> active.merge(key, -1, Integer::sum);
+            default -> { }
+          }
+        }
+        assertEquals(20, started.get("acme").size());
+        assertEquals(20, started.get("globex").size());
+        for (String key : List.of("acme", "globex")) {
+          List<String> waited = started.get(key).stream().filter(queued.getOrDefault(key, List.of())::contains).toList();
+          assertEquals(waited.stream().sorted().toList(), waited, key + "'s queued runs started in creation order");
+          assertFalse(waited.isEmpty(), key + ": none waited");
+        }
+      });
+    }
   }
 
   /**
