@@ -83,10 +83,10 @@ public final class Views {
 
   /** One run in the list. */
   public record RunRow(String id, String kind, String what, String project, String status, String created,
-      String updated) {
+      String updated, String concurrencyKey) {
     static RunRow of(Run run) {
       return new RunRow(run.id(), run.kind(), run.isAgent() ? run.agentId() : run.workflowId(), run.project(),
-          run.status(), time(run.createdAt()), time(run.updatedAt()));
+          run.status(), time(run.createdAt()), time(run.updatedAt()), run.concurrencyKey());
     }
   }
 
@@ -130,7 +130,8 @@ public final class Views {
    * links to the rest, null when they are all here), and what may be done.
    */
   public record RunDetail(String id, String kind, String what, String project, String status, String created,
-      String updated, String finished, String parentRunId, String rerunOf, String inputs, String approval,
+      String updated, String finished, String parentRunId, String rerunOf, String concurrencyKey, String inputs,
+      String approval,
       String failure, List<StepRow> steps, List<MessageRow> transcript, String output, boolean outputIsJson, List<EventRow> events,
       List<RunRow> children, String allChildren, String error, int refresh, String signal, String signalUntil) {
 
@@ -168,7 +169,8 @@ public final class Views {
           e.actor(), e.data() == null ? "" : shorten(Json.tree(e.data())))).toList();
       return new RunDetail(run.id(), run.kind(), run.isAgent() ? run.agentId() : run.workflowId(), run.project(),
           run.status(), time(run.createdAt()), time(run.updatedAt()), run.finishedAt() == null ? null
-          : time(run.finishedAt()), run.parentRunId(), run.rerunOf(), pretty(run.isAgent() ? null : run.inputs()),
+          : time(run.finishedAt()), run.parentRunId(), run.rerunOf(), run.concurrencyKey(),
+          pretty(run.isAgent() ? null : run.inputs()),
           pretty(run.approval()), pretty(run.error()), steps, transcript, outputText, outputIsJson, eventRows,
           children.rows().stream().map(RunRow::of).toList(),
           children.more() ? "/console/runs?parent_run_id=" + run.id() : null, error, signal != null ? 0 : refresh,
@@ -225,7 +227,10 @@ public final class Views {
   /** One workflow, as GET /v1/workflows/{id} shows it (schedules' next times and hooks' URLs included). */
   public record WorkflowDetail(String id, String name, String description, boolean requiresApproval, String created,
       String updated, String archived, List<StepDefinitionRow> steps, List<RecordTriggerRow> recordTriggers,
-      List<ScheduleRow> schedules, List<HookRow> hooks, String inputsSchema, String output) {
+      List<ScheduleRow> schedules, List<HookRow> hooks, String inputsSchema, String output, Concurrency concurrency) {
+
+    /** A workflow's concurrency setting as its page shows it: the key's template, the limit, what a run past it does. */
+    public record Concurrency(String key, int limit, String onLimit) {}
 
     static WorkflowDetail of(WorkflowView w) {
       List<StepDefinitionRow> steps = new ArrayList<>();
@@ -265,7 +270,9 @@ public final class Views {
       return new WorkflowDetail(w.id(), w.name(), w.description(), w.requiresApproval(), time(w.createdAt()),
           time(w.updatedAt()), w.archivedAt() == null ? null : time(w.archivedAt()), steps, records, schedules, hooks,
           w.inputsSchema() == null ? null : pretty(Json.string(w.inputsSchema())),
-          w.output() == null ? null : pretty(Json.string(w.output())));
+          w.output() == null ? null : pretty(Json.string(w.output())),
+          w.concurrency() == null ? null : new Concurrency(w.concurrency().path("key").asText(),
+              w.concurrency().path("limit").asInt(), w.concurrency().path("on_limit").asText().replace('_', ' ')));
     }
 
     /** The console's list of the workflow's runs (as GET /v1/runs?workflow=). */

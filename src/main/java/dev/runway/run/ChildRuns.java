@@ -81,11 +81,15 @@ final class ChildRuns {
    */
   boolean saveEnded(Tx tx, RunMachine.Moved ended) {
     Run parent = ended.run().parentRunId() == null ? null : lockParentOf(tx, ended.run());
+    Run before = tx.dao(RunDao.class).findForUpdate(ended.run().workspaceId(), ended.run().id()).orElse(null);
     if (!ended.saveIn(tx)) {
       return false;
     }
     if (parent != null) {
       tell(tx, parent, ended.run());
+    }
+    if (before != null && RunMachine.releases(before, ended.run())) {
+      machines.concurrency().released(tx, ended.run());
     }
     return true;
   }
@@ -183,6 +187,15 @@ final class ChildRuns {
     WorkflowRunMachine cm = machines.workflow(run, run.createdAt());
     boolean due = cm.start(parent.id(), broken, approvalTimeoutSeconds, events);
     Run stored = cm.toRun(null, null);
+    ConcurrencyKeys.Held held = machines.concurrency().admit(tx, cm, run, stored, parent.id());
+    if (held != null) { // queued (the parent's step waits on), or skipped (the parent is told it ended)
+      RunDao.insert(tx, held.run());
+      RunEvents.store(tx, held.run(), held.events());
+      if (held.machine() != null) {
+        afterInsert(tx, held.machine(), held.run());
+      }
+      return;
+    }
     CallPlaces.Place place = due ? places.take(stored) : null;
     if (place != null) { // stored leased, its attempt started, as a claim would (see CallPlaces)
       int before = cm.events().size();

@@ -36,6 +36,8 @@ public abstract class RunMachine {
 
   /** Keeps child and parent runs in step with this run's moves; null for a machine not made by {@link RunMachines}. */
   ChildRuns children;
+  /** Hands on the place of a run's concurrency key when it ends; null for a machine not made by {@link RunMachines}. */
+  ConcurrencyKeys concurrencyKeys;
 
   protected RunMachine(Run run, Instant now) {
     this.base = run;
@@ -100,7 +102,16 @@ public abstract class RunMachine {
     if (children != null) {
       children.saved(tx, this, next, parent);
     }
+    if (concurrencyKeys != null && releases(base, next)) {
+      concurrencyKeys.released(tx, next);
+    }
     return true;
+  }
+
+  /** Whether saving {@code next} over {@code before} frees a place of the run's concurrency key: an active run ended. */
+  static boolean releases(Run before, Run next) {
+    return next.concurrencyKey() != null && next.isEnded()
+        && RunStatus.parse(before.status()).map(RunStatus::isActive).orElse(false);
   }
 
   // ---- moves made by callers (approve, reject, cancel) ----

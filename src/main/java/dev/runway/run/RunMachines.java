@@ -14,6 +14,7 @@ public final class RunMachines {
   private final CrmSteps crmSteps;
   private final CallPlaces places;
   private final SignalWaits signalWaits;
+  private final ConcurrencyKeys concurrency;
   private final WeighedCache<String, WorkflowRunMachine.Definition> workflows =
       new WeighedCache<>(3_000_000, (text, definition) -> 3L * text.length());
   private final WeighedCache<String, AgentRunMachine.Definition> agents =
@@ -38,6 +39,11 @@ public final class RunMachines {
     this.signalWaits = new SignalWaits(this, approvalTimeoutSeconds, runDue, signalUrls);
     this.children = new ChildRuns(this, approvalTimeoutSeconds, allowedModels, runDue, places);
     this.crmSteps = new CrmSteps(crm, this, approvalTimeoutSeconds, runDue);
+    this.concurrency = new ConcurrencyKeys(this, approvalTimeoutSeconds, runDue);
+  }
+
+  ConcurrencyKeys concurrency() {
+    return concurrency;
   }
 
   ChildRuns children() {
@@ -78,6 +84,7 @@ public final class RunMachines {
     WorkflowRunMachine machine = new WorkflowRunMachine(run, now, definition);
     machine.children = children;
     machine.signalUrls = signalWaits.urls();
+    machine.concurrencyKeys = concurrency;
     return machine;
   }
 

@@ -239,7 +239,7 @@ public final class RunRoutes {
     List<String> statuses = new ArrayList<>();
     for (String s : text.split(",", -1)) {
       RunStatus status = RunStatus.parse(s.trim()).orElseThrow(() -> DomainException.invalid("status",
-          "status must be a comma-separated list of: running, awaiting_approval, succeeded, failed, canceled, rejected"));
+          "status must be a comma-separated list of: running, awaiting_approval, queued, succeeded, failed, canceled, rejected"));
       statuses.add(status.wireName());
     }
     return statuses;

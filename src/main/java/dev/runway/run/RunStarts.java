@@ -383,7 +383,7 @@ public final class RunStarts {
    * on as far as it goes without waiting, with its events and first messages.
    */
   private record Firsts(Run started, Run run, List<Event> events, List<RunMessage> messages, boolean callDue,
-      RunMachine machine, Attempting attempting) {}
+      RunMachine machine, Attempting attempting, String actor) {}
 
   /**
    * The moves a new run makes at once (finish a run without steps, stop at an approval gate, start
@@ -408,7 +408,8 @@ public final class RunStarts {
       attempting = new Attempting(machine.toRun(null, null), List.copyOf(machine.events().subList(before,
           machine.events().size())));
     }
-    return new Firsts(run, stored, events, List.of(), callDue, machine, attempting);
+    return new Firsts(run.withConcurrencyKey(stored.concurrencyKey()), stored, events, List.of(), callDue, machine,
+        attempting, actor);
   }
 
   /**
@@ -442,7 +443,8 @@ public final class RunStarts {
     machine.begin(request.input());
     boolean callDue = machine.moveUntilWaiting(approvalTimeoutSeconds, 1) != AgentRunMachine.Next.NOTHING;
     events.addAll(machine.events());
-    return new Firsts(run, machine.toRun(null, null), events, machine.messages(), callDue, machine, null);
+    return new Firsts(run, machine.toRun(null, null), events, machine.messages(), callDue, machine, null,
+        caller.keyId());
   }
 
   /** An agent's definition, parsed (its schemas checked) once per version of the agent. */
@@ -460,12 +462,33 @@ public final class RunStarts {
   private record ParsedAgent(String source, AgentDefinition definition) {}
 
   /**
-   * Stores the new run with its events and messages, and the child runs its first moves started.
+   * Stores the new run with its events and messages, and the child runs its first moves started; a
+   * run of a workflow with a concurrency setting that finds no free place of its key is stored
+   * queued or skipped instead (see {@link ConcurrencyKeys#admit}).
    * A run that stands at an http call goes to the engine of this process with its attempt started
    * when the engine has a place for it (see {@link CallPlaces}), else it is stored due, for a claim.
    * Returns whether it waits for a claim: then wake the engine after the commit.
    */
   private boolean insert(Tx tx, Firsts firsts) {
+    if (firsts.machine() instanceof WorkflowRunMachine w) {
+      ConcurrencyKeys.Held held = machines.concurrency().admit(tx, w, firsts.started(), firsts.run(), firsts.actor());
+      if (held != null) { // queued, or skipped: its first moves are not made (see ConcurrencyKeys)
+        RunDao.insert(tx, held.run());
+        List<Event> events = new ArrayList<>(); // what began its timeline before its start (schedule.fired)
+        for (Event e : firsts.events()) {
+          if (e.type().equals("run.started")) {
+            break;
+          }
+          events.add(e);
+        }
+        events.addAll(held.events());
+        RunEvents.store(tx, held.run(), events);
+        if (held.machine() != null) {
+          machines.children().afterInsert(tx, held.machine(), held.run());
+        }
+        return false;
+      }
+    }
     Run stored = firsts.run();
     List<Event> events = firsts.events();
     CallPlaces.Place place = firsts.attempting() == null ? null : machines.places().take(stored);

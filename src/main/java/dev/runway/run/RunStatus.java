@@ -8,7 +8,7 @@ import java.util.stream.Collectors;
 
 /** The states of a run (see the state table in docs/api.md). */
 public enum RunStatus {
-  RUNNING, AWAITING_APPROVAL, SUCCEEDED, FAILED, CANCELED, REJECTED;
+  RUNNING, AWAITING_APPROVAL, QUEUED, SUCCEEDED, FAILED, CANCELED, REJECTED;
 
   private static final Set<String> ENDED = Arrays.stream(values()).filter(RunStatus::isEnded)
       .map(RunStatus::wireName).collect(Collectors.toUnmodifiableSet());
@@ -19,7 +19,12 @@ public enum RunStatus {
 
   /** Whether a run in this state has ended: it never changes again. */
   public boolean isEnded() {
-    return this != RUNNING && this != AWAITING_APPROVAL;
+    return this != RUNNING && this != AWAITING_APPROVAL && this != QUEUED;
+  }
+
+  /** Whether a run in this state holds a place of its concurrency key: it started and has not ended. */
+  public boolean isActive() {
+    return this == RUNNING || this == AWAITING_APPROVAL;
   }
 
   /** Whether a run whose stored status is {@code wireName} has ended. */

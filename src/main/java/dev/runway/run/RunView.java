@@ -62,6 +62,7 @@ public sealed interface RunView permits RunView.WorkflowRun, RunView.AgentRun {
       String agent,
       String parentRunId,
       String rerunOf,
+      String concurrencyKey,
       String project,
       @JsonRawValue String inputs,
       Instant updatedAt,
@@ -73,15 +74,15 @@ public sealed interface RunView permits RunView.WorkflowRun, RunView.AgentRun {
 
     static WorkflowRun of(Run run) {
       return new WorkflowRun(run.id(), run.workflowId(), run.status(), run.requiresApproval(), run.createdAt(),
-          Run.WORKFLOW, null, run.parentRunId(), run.rerunOf(), run.project(), run.inputs(), run.updatedAt(), run.finishedAt(), run.approval(),
+          Run.WORKFLOW, null, run.parentRunId(), run.rerunOf(), run.concurrencyKey(), run.project(), run.inputs(), run.updatedAt(), run.finishedAt(), run.approval(),
           run.error(), run.output(), run.steps());
     }
 
     /** The same run with each step's {@code output} left out (copied token by token, never as a tree). */
     WorkflowRun withoutOutputs() {
       String lean = steps == null ? null : Json.withoutFieldsAt(steps, 2, "output");
-      return new WorkflowRun(id, workflow, status, requiresApproval, createdAt, kind, agent, parentRunId, rerunOf, project,
-          inputs,
+      return new WorkflowRun(id, workflow, status, requiresApproval, createdAt, kind, agent, parentRunId, rerunOf, concurrencyKey,
+          project, inputs,
           updatedAt, finishedAt, approval, error, output, lean);
     }
   }

@@ -7,6 +7,7 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.runway.agent.ToolSchemas;
 import dev.runway.core.Ids;
 import dev.runway.core.Json;
+import dev.runway.workflow.Concurrency;
 import dev.runway.workflow.Expression;
 import dev.runway.workflow.ExpressionFailed;
 import dev.runway.workflow.JsonTemplate;
@@ -61,6 +62,10 @@ public final class WorkflowRunMachine extends RunMachine {
   private final List<ChildStart> childStarts = new ArrayList<>();
   /** The child runs to cancel with this run, in the same commit. */
   private final List<String> childrenToCancel = new ArrayList<>();
+  /** The workflow's concurrency setting as the run started with it; null: none. */
+  private final Concurrency concurrency;
+  /** The key that setting gave the run at start (see {@link #start}); null until then, or without one. */
+  private String concurrencyKey;
   /** The records the current crm step writes in the commit that saves this move (see {@link CrmSteps}); else null. */
   private CrmWrite crmWrite;
   /** The signal a wait step this move reached waits for: a kept one is taken in the commit that saves it (see {@link SignalWaits}); else null. */
@@ -70,9 +75,12 @@ public final class WorkflowRunMachine extends RunMachine {
   /** Makes the run's signal URLs for its templates; set by {@link RunMachines}. */
   SignalUrls signalUrls = SignalUrls.NONE;
 
-  /** A run's stored definition, parsed: its steps, what makes its output (null: none), how deep it nests. */
+  /**
+   * A run's stored definition, parsed: its steps, what makes its output (null: none), how deep it
+   * nests, its workflow's concurrency setting (null: none).
+   */
   record Definition(List<Step> steps, JsonTemplate output, int depth, int budget, JsonNode iteration,
-      String keyPrefix) {}
+      String keyPrefix, Concurrency concurrency) {}
 
   /**
    * A child run that the step {@code step} starts, with the id {@code runId}: of workflow
@@ -101,6 +109,8 @@ public final class WorkflowRunMachine extends RunMachine {
     this.budget = definition.budget();
     this.iteration = definition.iteration();
     this.keyPrefix = definition.keyPrefix();
+    this.concurrency = definition.concurrency();
+    this.concurrencyKey = run.concurrencyKey();
     this.steps = (ArrayNode) Json.tree(run.steps());
     this.output = run.output();
   }
@@ -112,7 +122,7 @@ public final class WorkflowRunMachine extends RunMachine {
 
   @Override
   public Run toRun(String leaseOwner, Instant leaseUntil) {
-    return super.toRun(leaseOwner, leaseUntil).withOutput(output);
+    return super.toRun(leaseOwner, leaseUntil).withOutput(output).withConcurrencyKey(concurrencyKey);
   }
 
   /** A run's stored definition, parsed. */
@@ -121,7 +131,8 @@ public final class WorkflowRunMachine extends RunMachine {
     JsonNode output = tree.get("output");
     return new Definition(List.copyOf(Step.parseAll(tree.path("steps"))),
         output == null || output.isNull() ? null : JsonTemplate.compile(output, "output"), tree.path("depth").asInt(1),
-        tree.path("budget").asInt(MAX_STEP_EXECUTIONS), tree.get("iteration"), tree.path("key_prefix").asText(null));
+        tree.path("budget").asInt(MAX_STEP_EXECUTIONS), tree.get("iteration"), tree.path("key_prefix").asText(null),
+        Concurrency.parse(tree.get("concurrency")));
   }
 
   /** The progress JSON of a new run: every step pending. */
@@ -368,18 +379,52 @@ public final class WorkflowRunMachine extends RunMachine {
   /**
    * A new run's first moves, as far as they go without waiting, its start event (by {@code actor})
    * first in {@code events}, then theirs; a run whose inputs are {@code broken} (null: they are not)
-   * fails at once. Returns whether it then stands at a call due now.
+   * fails at once. A queued run makes them when its turn comes. Returns whether it then stands at a call due now.
    */
   boolean start(String actor, ToolSchemas.Violation broken, long approvalTimeoutSeconds, List<Event> events) {
-    events.add(started(base, actor)); // first, so that its id sorts before those of the moves that follow
+    // First, so that its id sorts before those of the moves that follow; at now, as a queued run starts late.
+    events.add(event(base, "run.started", actor, Map.of("status", RunStatus.RUNNING.wireName()), now));
     boolean callDue = false;
     if (broken != null) {
       refuseInputs(broken.field(), broken.message());
-    } else {
+    } else if (takeConcurrencyKey()) { // else it failed: its key could not be evaluated
       callDue = moveUntilWaiting(approvalTimeoutSeconds);
     }
     events.addAll(events());
     return callDue;
+  }
+
+  /**
+   * Evaluates the run's concurrency key (once: a queued run keeps the key it was given). A key that
+   * cannot be evaluated fails the run at once with {@code expression_failed}, as a broken input of a
+   * step does; false then.
+   */
+  private boolean takeConcurrencyKey() {
+    if (concurrency == null || concurrencyKey != null) {
+      return true;
+    }
+    try {
+      concurrencyKey = concurrency.keyOf(expressionVariables());
+      return true;
+    } catch (ExpressionFailed e) {
+      fail("expression_failed", "concurrency.key: " + e.getMessage(), null);
+      return false;
+    }
+  }
+
+  /** The workflow's concurrency setting as the run started with it; null: none. */
+  Concurrency concurrency() {
+    return concurrency;
+  }
+
+  /**
+   * Every place of the run's concurrency key is taken and its setting says {@code skip}: the new
+   * run ends at once, canceled with {@code concurrency_skipped}, none of its steps run.
+   */
+  void skipForConcurrency(String actor) {
+    error = Json.MAPPER.createObjectNode().put("code", "concurrency_skipped").put("message", "the "
+        + concurrency.limit() + " place(s) of concurrency key '" + concurrencyKey + "' were taken (on_limit: skip)");
+    finish(RunStatus.CANCELED, actor, Map.of("error", "concurrency_skipped"));
   }
 
   /**
@@ -856,6 +901,9 @@ public final class WorkflowRunMachine extends RunMachine {
 
   @Override
   protected void canceled() {
+    if (status == RunStatus.QUEUED) {
+      return; // it never started: its steps stay pending
+    }
     if (currentStep >= 0 && currentStep < steps.size() && !isDone(step(currentStep))) {
       if (step(currentStep).hasNonNull("child_run_id")) {
         childrenToCancel.add(step(currentStep).get("child_run_id").asText());

@@ -24,6 +24,9 @@ record WorkflowTemplate(Workflow version, int depth, String definition, String s
     if (workflow.output() != null) {
       definition.set("output", Json.tree(workflow.output()));
     }
+    if (workflow.concurrency() != null) {
+      definition.set("concurrency", Json.tree(workflow.concurrency()));
+    }
     if (depth > 1) {
       definition.put("depth", depth);
     }
@@ -35,7 +38,8 @@ record WorkflowTemplate(Workflow version, int depth, String definition, String s
   boolean madeOf(Workflow workflow) {
     return version.requiresApproval() == workflow.requiresApproval() && version.steps().equals(workflow.steps())
         && Objects.equals(version.inputsSchema(), workflow.inputsSchema())
-        && Objects.equals(version.output(), workflow.output());
+        && Objects.equals(version.output(), workflow.output())
+        && Objects.equals(version.concurrency(), workflow.concurrency());
   }
 
   /** What is wrong with {@code inputs} by the inputs_schema; null when nothing is (or there is none). */

@@ -4,7 +4,7 @@ import java.time.Instant;
 
 /**
  * A workflow definition as stored; {@code steps} and {@code triggers} are JSON array text,
- * {@code inputsSchema} and {@code output} JSON text or null (see {@link WorkflowDefinition}).
+ * {@code inputsSchema}, {@code output} and {@code concurrency} JSON text or null (see {@link WorkflowDefinition}).
  */
 public record Workflow(
     String workspaceId,
@@ -18,7 +18,8 @@ public record Workflow(
     Instant updatedAt,
     Instant archivedAt,
     String inputsSchema,
-    String output) {
+    String output,
+    String concurrency) {
 
   public boolean archived() {
     return archivedAt != null;

@@ -24,13 +24,14 @@ public interface WorkflowDao {
   Optional<Workflow> findForUpdate(String workspaceId, String id);
 
   @SqlUpdate("INSERT INTO workflow (workspace_id, id, name, description, requires_approval, steps, triggers, created_at, "
-      + "updated_at, archived_at, inputs_schema, output) VALUES (:workspaceId, :id, :name, :description, "
-      + ":requiresApproval, :steps, :triggers, :createdAt, :updatedAt, :archivedAt, :inputsSchema, :output)")
+      + "updated_at, archived_at, inputs_schema, output, concurrency) VALUES (:workspaceId, :id, :name, :description, "
+      + ":requiresApproval, :steps, :triggers, :createdAt, :updatedAt, :archivedAt, :inputsSchema, :output, :concurrency)")
   void insert(@BindMethods Workflow workflow);
 
   @SqlUpdate("UPDATE workflow SET name = :name, description = :description, requires_approval = :requiresApproval, "
       + "steps = :steps, triggers = :triggers, updated_at = :updatedAt, archived_at = :archivedAt, "
-      + "inputs_schema = :inputsSchema, output = :output WHERE workspace_id = :workspaceId AND id = :id")
+      + "inputs_schema = :inputsSchema, output = :output, concurrency = :concurrency "
+      + "WHERE workspace_id = :workspaceId AND id = :id")
   void update(@BindMethods Workflow workflow);
 
   /** A page of workflows by id; {@code after} is "" for the first page. */

@@ -16,12 +16,14 @@ import java.util.Set;
  * {@code steps} keeps the caller's JSON as given; {@code parsedSteps} is what the engine runs;
  * {@code triggers} say which CRM record changes and schedules start a run; {@code inputsSchema} (JSON Schema,
  * or null) is what a start's inputs must meet; {@code output} (JSON with expressions, or null)
- * makes a finished run's output.
+ * makes a finished run's output; {@code concurrency} (or null) how many of its runs with one key may be
+ * active at once.
  */
 public record WorkflowDefinition(String name, String description, boolean requiresApproval, JsonNode steps,
-    List<Step> parsedSteps, Trigger.Triggers triggers, JsonNode inputsSchema, JsonNode output) {
+    List<Step> parsedSteps, Trigger.Triggers triggers, JsonNode inputsSchema, JsonNode output,
+    Concurrency concurrency) {
   private static final Set<String> FIELDS =
-      Set.of("name", "description", "requires_approval", "steps", "triggers", "inputs_schema", "output");
+      Set.of("name", "description", "requires_approval", "steps", "triggers", "inputs_schema", "output", "concurrency");
 
   /** Reads a definition; a missing name defaults to the workflow id. Refuses bad fields with DomainException. */
   public static WorkflowDefinition parse(String workflowId, ObjectNode body) {
@@ -40,7 +42,8 @@ public record WorkflowDefinition(String name, String description, boolean requir
         Step.parseAll(steps),
         triggers,
         inputsSchema,
-        output(body.get("output")));
+        output(body.get("output")),
+        Concurrency.parse(body.get("concurrency")));
   }
 
   /** A schedule's inputs must meet the inputs_schema, as a start's must: else a 400 naming the field. */
@@ -83,6 +86,11 @@ public record WorkflowDefinition(String name, String description, boolean requir
       }
     });
     return fields;
+  }
+
+  /** The concurrency setting as stored (every field given), null when there is none. */
+  String concurrencyJson() {
+    return concurrency == null ? null : Json.string(concurrency.toJson());
   }
 
   String stepsJson() {

@@ -134,7 +134,8 @@ public final class WorkflowService {
       Workflow workflow = new Workflow(workspaceId, id, definition.name(), definition.description(),
           definition.requiresApproval(), definition.stepsJson(), definition.triggers().json(),
           existing.map(Workflow::createdAt).orElse(now), now, null,
-          WorkflowDefinition.jsonOrNull(definition.inputsSchema()), WorkflowDefinition.jsonOrNull(definition.output()));
+          WorkflowDefinition.jsonOrNull(definition.inputsSchema()), WorkflowDefinition.jsonOrNull(definition.output()),
+          definition.concurrencyJson());
       if (existing.isPresent() && sameDefinition(existing.get(), workflow)) {
         return new Saved(existing.get(), false);
       }
@@ -343,7 +344,7 @@ public final class WorkflowService {
     return !a.archived() && a.name().equals(b.name()) && a.description().equals(b.description())
         && a.requiresApproval() == b.requiresApproval() && a.steps().equals(b.steps())
         && a.triggers().equals(b.triggers()) && Objects.equals(a.inputsSchema(), b.inputsSchema())
-        && Objects.equals(a.output(), b.output());
+        && Objects.equals(a.output(), b.output()) && Objects.equals(a.concurrency(), b.concurrency());
   }
 
   /** The workflow, archived or not; another workspace's does not exist. */

@@ -20,12 +20,13 @@ public record WorkflowView(
     Instant updatedAt,
     Instant archivedAt,
     JsonNode inputsSchema,
-    JsonNode output) {
+    JsonNode output,
+    JsonNode concurrency) {
 
   public static WorkflowView of(Workflow w) {
     return new WorkflowView(w.id(), w.name(), w.description(), w.requiresApproval(), masked(Json.tree(w.steps())),
         Json.tree(w.triggers()), w.createdAt(), w.updatedAt(), w.archivedAt(), tree(w.inputsSchema()),
-        tree(w.output()));
+        tree(w.output()), tree(w.concurrency()));
   }
 
   /**

@@ -47,7 +47,8 @@ class ReadRunsTest {
       ObjectNode expected = ((ObjectNode) started.json()).deepCopy();
       expected.put("status", "awaiting_approval").set("approval", read.json().get("approval"));
       assertEquals(expected, read.json(), "every other field, inputs included, as start returned it");
-      assertEquals(List.of("id", "workflow", "status", "requires_approval", "created_at", "kind", "agent", "parent_run_id", "rerun_of", "project",
+      assertEquals(List.of("id", "workflow", "status", "requires_approval", "created_at", "kind", "agent", "parent_run_id", "rerun_of", "concurrency_key",
+          "project",
           "inputs", "updated_at", "finished_at", "approval", "error", "output", "steps"), fieldNames(read.json()));
       assertEquals("workflow", read.json().get("kind").asText());
       assertTrue(read.json().get("agent").isNull(), "a workflow run has agent: null");
@@ -142,7 +143,8 @@ class ReadRunsTest {
       assertEquals("succeeded", ended.status());
       Run changed = new Run(ended.id(), ended.workspaceId(), ended.kind(), ended.workflowId(), null, ended.project(), "running",
           ended.requiresApproval(), ended.inputs(), ended.createdAt(), Instant.now(), null, ended.approval(),
-          ended.error(), ended.definition(), ended.steps(), 0, Instant.now(), null, null, ended.version() + 1, null, null, null);
+          ended.error(), ended.definition(), ended.steps(), 0, Instant.now(), null, null, ended.version() + 1, null, null, null,
+          null);
       assertEquals(0, (int) api.jdbi().withExtension(RunDao.class, dao -> dao.saveProgress(changed)));
       assertEquals("succeeded", api.storedRun(id).orElseThrow().get("status"));
       assertEquals("succeeded", http.get("/v1/runs/" + id).json().get("status").asText());

@@ -32,7 +32,7 @@ class WorkflowsTest {
       assertTrue(created.header("Request-Id").startsWith("req_"));
       JsonNode w = created.json();
       assertEquals(List.of("id", "name", "description", "requires_approval", "steps", "triggers", "created_at", "updated_at",
-          "archived_at", "inputs_schema", "output"), fieldNames(w));
+          "archived_at", "inputs_schema", "output", "concurrency"), fieldNames(w));
       assertEquals("deploy", w.get("id").asText());
       assertEquals("Deploy", w.get("name").asText());
       assertEquals("Ships it", w.get("description").asText());

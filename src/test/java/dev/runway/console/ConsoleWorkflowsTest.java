@@ -193,4 +193,39 @@ class ConsoleWorkflowsTest {
       }
     });
   }
+
+  @BothDatabases
+  void a_workflows_page_shows_its_concurrency_and_the_runs_pages_show_queued_runs_with_their_key(Api api) {
+    api.test(http -> {
+      Http.Reply put = http.put("/v1/workflows/per-customer", "{\"requires_approval\": true, \"concurrency\": "
+          + "{\"key\": \"{{inputs.customer}}\", \"limit\": 1, \"on_limit\": \"queue\"}}");
+      assertEquals(201, put.status(), put::toString);
+      String active = http.post("/v1/workflows/per-customer/runs", "{\"project\": \"demo\", \"inputs\": "
+          + "{\"customer\": \"acme\"}}").json().get("id").asText();
+      String queued = http.post("/v1/workflows/per-customer/runs", "{\"project\": \"demo\", \"inputs\": "
+          + "{\"customer\": \"acme\"}}").json().get("id").asText();
+      Browser browser = ConsoleRunsTest.owner(api, http);
+
+      String workflow = browser.get("/console/workflows/per-customer").body();
+      assertTrue(workflow.contains("<dt>Concurrency</dt><dd>at most 1 active run(s) per key "
+          + "<code>{{inputs.customer}}</code>; past it: queue</dd>"), workflow);
+      assertEquals(201, http.put("/v1/workflows/plain", "{}").status());
+      assertFalse(browser.get("/console/workflows/plain").body().contains("<dt>Concurrency</dt>"), "it has none");
+
+      Browser.Page list = browser.get("/console/runs?status=queued");
+      assertEquals(200, list.status(), list::toString);
+      assertTrue(list.body().contains("<option value=\"queued\" selected>queued</option>"), list::toString);
+      assertTrue(list.body().contains(queued), list::toString);
+      assertFalse(list.body().contains(active), "the active run is not queued");
+      assertTrue(list.body().contains("<span class=\"status queued\">queued</span> <span class=\"muted\">key "
+          + "<code>acme</code></span>"), list::toString);
+
+      String run = browser.get("/console/runs/" + queued).body();
+      assertTrue(run.contains("<span class=\"status queued\">queued</span>"), run);
+      assertTrue(run.contains("<dt>Concurrency key</dt><dd><code>acme</code> <span class=\"muted\">(waits for a "
+          + "place of this key)</span></dd>"), run);
+      assertTrue(run.contains("run.queued"), "its timeline");
+      assertTrue(browser.get("/console/runs/" + active).body().contains("<dt>Concurrency key</dt><dd><code>acme</code></dd>"));
+    });
+  }
 }
