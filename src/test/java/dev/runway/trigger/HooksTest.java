@@ -415,6 +415,23 @@ class HooksTest {
   }
 
   @BothDatabases
+  void a_hooked_run_obeys_the_workflows_concurrency_key_and_its_timeline_begins_with_hook_received(Api api) {
+    api.test(http -> {
+      Http.Reply put = http.put("/v1/workflows/serial", "{\"requires_approval\": true, \"concurrency\": {\"key\": "
+          + "\"{{ inputs.body.customer }}\"}, \"triggers\": [{\"webhook\": {\"verify\": \"none\"}}]}");
+      assertEquals(201, put.status(), put::toString);
+      String path = hookPath(put.json(), 0);
+      String first = deliver(http, path, "{\"customer\": \"c1\"}").json().get("run_id").asText();
+      String second = deliver(http, path, "{\"customer\": \"c1\"}").json().get("run_id").asText();
+      assertEquals("awaiting_approval", http.get("/v1/runs/" + first).json().get("status").asText());
+      assertEquals("queued", http.get("/v1/runs/" + second).json().get("status").asText());
+      JsonNode events = http.get("/v1/runs/" + second + "/events").json().get("data");
+      assertEquals("hook.received", events.get(0).get("type").asText(), events::toString);
+      assertEquals("run.queued", events.get(1).get("type").asText(), events::toString);
+    });
+  }
+
+  @BothDatabases
   void a_body_that_breaks_the_inputs_schema_fails_the_run_at_once(Api api) {
     api.test(http -> {
       Http.Reply put = http.put("/v1/workflows/typed", "{\"inputs_schema\": {\"type\": \"object\", \"properties\": "
