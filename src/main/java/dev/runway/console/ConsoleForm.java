@@ -1,10 +1,10 @@
 package dev.runway.console;
 
 import dev.runway.core.DomainException.Kind;
+import dev.runway.http.FormFields;
 import io.javalin.http.Context;
 import java.io.IOException;
 import java.io.InputStream;
-import java.net.URLDecoder;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -73,19 +73,15 @@ public final class ConsoleForm {
     if (body.isEmpty()) {
       return new ConsoleForm(fields);
     }
-    for (String pair : body.split("&")) {
-      if (pair.isEmpty()) {
-        continue;
-      }
-      int eq = pair.indexOf('=');
-      String name;
-      String value;
-      try {
-        name = URLDecoder.decode(eq < 0 ? pair : pair.substring(0, eq), StandardCharsets.UTF_8);
-        value = eq < 0 ? "" : URLDecoder.decode(pair.substring(eq + 1), StandardCharsets.UTF_8);
-      } catch (IllegalArgumentException e) {
-        throw new ConsoleException(Kind.INVALID, null, "The form is not well encoded. Send it again from the page.");
-      }
+    List<Map.Entry<String, String>> pairs;
+    try {
+      pairs = FormFields.parse(body);
+    } catch (IllegalArgumentException e) {
+      throw new ConsoleException(Kind.INVALID, null, "The form is not well encoded. Send it again from the page.");
+    }
+    for (Map.Entry<String, String> pair : pairs) {
+      String name = pair.getKey();
+      String value = pair.getValue();
       int max = MAX_CHARS.getOrDefault(name, DEFAULT_MAX_CHARS);
       if (value.length() > max) {
         boolean known = MAX_CHARS.containsKey(name);

@@ -13,6 +13,7 @@ import dev.runway.core.Time;
 import dev.runway.core.WeighedCache;
 import dev.runway.db.GroupCommitter;
 import dev.runway.db.SqlErrors;
+import dev.runway.http.FormFields;
 import dev.runway.quota.Quotas;
 import dev.runway.run.RunStarts;
 import dev.runway.secret.SecretSource;
@@ -20,11 +21,12 @@ import dev.runway.workflow.Hook;
 import dev.runway.workflow.HookDao;
 import dev.runway.workflow.Workflow;
 import dev.runway.workflow.WorkflowService;
-import java.net.URLDecoder;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.time.Instant;
+import java.util.List;
 import java.util.Locale;
+import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
@@ -244,27 +246,21 @@ public final class HookReceiver {
   }
 
   private static ObjectNode form(String text) {
+    List<Map.Entry<String, String>> pairs;
+    try {
+      pairs = FormFields.parse(text);
+    } catch (IllegalArgumentException e) {
+      throw DomainException.invalid("body", "the form body has a broken %-escape");
+    }
     ObjectNode fields = Json.MAPPER.createObjectNode();
-    for (String pair : text.split("&")) {
-      if (pair.isEmpty()) {
-        continue;
-      }
-      int eq = pair.indexOf('=');
-      String name;
-      String value;
-      try {
-        name = URLDecoder.decode(eq < 0 ? pair : pair.substring(0, eq), StandardCharsets.UTF_8);
-        value = eq < 0 ? "" : URLDecoder.decode(pair.substring(eq + 1), StandardCharsets.UTF_8);
-      } catch (IllegalArgumentException e) {
-        throw DomainException.invalid("body", "the form body has a broken %-escape");
-      }
-      JsonNode before = fields.get(name);
+    for (Map.Entry<String, String> pair : pairs) {
+      JsonNode before = fields.get(pair.getKey());
       if (before == null) {
-        fields.put(name, value);
+        fields.put(pair.getKey(), pair.getValue());
       } else if (before.isArray()) {
-        ((ArrayNode) before).add(value);
+        ((ArrayNode) before).add(pair.getValue());
       } else {
-        fields.putArray(name).add(before).add(value);
+        fields.putArray(pair.getKey()).add(before).add(pair.getValue());
       }
     }
     return fields;
