@@ -15,10 +15,12 @@ how long the runs still queued when the last start was answered took to finish.
 usage: python3 bench/concurrency.py [N=2000] [K=20] [DELAY_MS=10]   (after mvn -B -DskipTests package)
   RUNWAY_JAR  the jar (default: target/runway.jar)
 """
-import json, os, socket, subprocess, sys, tempfile, time, urllib.request
+import json, os, subprocess, sys, tempfile, time, urllib.request
 from collections import defaultdict
 from concurrent.futures import ThreadPoolExecutor
-from datetime import datetime
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from agents import free_port, ts  # noqa: E402  (bench/agents.py's helpers)
 
 N = int(sys.argv[1]) if len(sys.argv) > 1 else 2000
 K = int(sys.argv[2]) if len(sys.argv) > 2 else 20
@@ -27,21 +29,11 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 JAR = os.environ.get("RUNWAY_JAR") or os.path.join(ROOT, "target", "runway.jar")
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def call(method, url, key, body=None):
     req = urllib.request.Request(url, method=method, data=None if body is None else json.dumps(body).encode(),
                                  headers={"Authorization": "Bearer " + key, "Content-Type": "application/json"})
     with urllib.request.urlopen(req, timeout=30) as r:
         return json.loads(r.read())
-
-
-def ts(text):
-    return datetime.strptime(text, "%Y-%m-%dT%H:%M:%S.%fZ").timestamp()
 
 
 def main():
