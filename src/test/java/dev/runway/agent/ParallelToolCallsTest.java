@@ -44,8 +44,12 @@ class ParallelToolCallsTest {
   }
 
   private static void agent(Http http, String id, String... tools) {
+    agent(http, id, 20, tools);
+  }
+
+  private static void agent(Http http, String id, int maxToolCalls, String... tools) {
     Http.Reply put = http.put("/v1/agents/" + id, "{\"model\":\"test-model\",\"tools\":[" + String.join(",", tools)
-        + "],\"limits\":{\"max_tool_calls\":20}}");
+        + "],\"limits\":{\"max_tool_calls\":" + maxToolCalls + "}}");
     assertTrue(put.status() == 200 || put.status() == 201, put::toString);
   }
 
@@ -291,6 +295,52 @@ class ParallelToolCallsTest {
         assertEquals(id + ":call_c", tools.calls("/c").get(1).idempotencyKey());
         assertEquals(List.of("call_a", "call_b", "call_c"), model.requests().get(1).body().get("messages").findValues(
             "tool_call_id").stream().map(JsonNode::asText).toList());
+      });
+    }
+  }
+
+  @BothDatabases
+  void max_tool_calls_still_bounds_the_calls_of_a_turn(Api api) throws Exception {
+    try (FakeModel model = FakeModel.start(); ToolServer tools = ToolServer.start();
+        Engine engine = engine(api, model, s -> s)) {
+      model.script(Reply.toolCalls(ToolCall.of("c1", "look", Map.of("n", 1)), ToolCall.of("c2", "look", Map.of("n", 2)),
+          ToolCall.of("c3", "look", Map.of("n", 3))), Reply.text("never"));
+      api.test(http -> {
+        agent(http, "bounded", 2, tool("look", tools.url("/look"), false));
+        String id = start(http, "bounded");
+        JsonNode run = awaitStatus(http, id, "failed");
+        assertEquals("max_tool_calls_exceeded", run.get("error").get("code").asText(), run::toString);
+        assertEquals(2, tools.calls("/look").size(), "the first two of the answer, not the third");
+        assertEquals(2, run.get("usage").get("tool_calls").asInt());
+        assertEquals(1, model.requestCount());
+      });
+    }
+  }
+
+  @BothDatabases
+  void cancel_during_a_turn_stops_its_calls_and_keeps_no_later_result(Api api) throws Exception {
+    try (FakeModel model = FakeModel.start(); ToolServer tools = ToolServer.start();
+        Engine engine = engine(api, model, s -> s)) {
+      CountDownLatch b = tools.hold("/b");
+      CountDownLatch c = tools.hold("/c");
+      model.script(Reply.toolCalls(ToolCall.of("call_a", "a", Map.of("n", 1)), ToolCall.of("call_b", "b", Map.of("n", 2)),
+          ToolCall.of("call_c", "c", Map.of("n", 3))), Reply.text("never"));
+      api.test(http -> {
+        agent(http, "three", tool("a", tools.url("/a"), false), tool("b", tools.url("/b"), false),
+            tool("c", tools.url("/c"), false));
+        String id = start(http, "three");
+        await(http, id, "a finished", r -> toolEvents(http, id, "tool_call.finished").equals(List.of("call_a")));
+        awaitCalls(tools, 3);
+        Http.Reply canceled = http.post("/v1/runs/" + id + "/cancel", "{}");
+        assertEquals(200, canceled.status(), canceled::toString);
+        assertEquals("canceled", canceled.json().get("status").asText());
+        b.countDown();
+        c.countDown();
+        Thread.sleep(500); // b and c answer meanwhile
+        assertEquals("canceled", http.get("/v1/runs/" + id).json().get("status").asText());
+        assertEquals(List.of("call_a"), toolEvents(http, id, "tool_call.finished"), "b's and c's answers are dropped");
+        assertEquals(1, model.requestCount(), "the model is not called again");
+        assertEquals(3, tools.calls().size(), "nothing sent again");
       });
     }
   }
