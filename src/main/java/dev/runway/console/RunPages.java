@@ -124,6 +124,8 @@ public final class RunPages {
     String runId = ctx.pathParam("id");
     String comment = posted.get("comment");
     comment = comment == null || comment.isBlank() ? null : comment.strip();
+    String toolCallId = posted.get("tool_call_id"); // one call of several decided alone
+    List<String> toolCallIds = toolCallId == null || toolCallId.isBlank() ? null : List.of(toolCallId);
     try {
       if (!Ids.looksLike("run", runId)) {
         throw DomainException.notFound("run_not_found", "no such run");
@@ -132,8 +134,8 @@ public final class RunPages {
         throw DomainException.invalid("comment", "A comment may have at most 1,000 characters.");
       }
       switch (ctx.pathParam("action")) {
-        case "approve" -> runs.approve(actor(signed.get()), runId, comment);
-        case "reject" -> runs.reject(actor(signed.get()), runId, comment);
+        case "approve" -> runs.approve(actor(signed.get()), runId, comment, toolCallIds);
+        case "reject" -> runs.reject(actor(signed.get()), runId, comment, toolCallIds);
         case "cancel" -> runs.cancel(actor(signed.get()), runId);
         case "signal" -> sendSignal(actor(signed.get()), runId, posted);
         default -> throw DomainException.notFound("not_found", "no such action");

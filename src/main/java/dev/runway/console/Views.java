@@ -121,7 +121,11 @@ public final class Views {
 
   public record EventRow(String id, String time, String type, String actor, String data) {}
 
-  public record MessageRow(String role, String text) {}
+  /** A transcript message: a tool result names its call ({@code call}, else ""), as a turn's calls may be several. */
+  public record MessageRow(String role, String call, String text) {}
+
+  /** A tool call waiting for its approval, decided on its own from the run page. */
+  public record AskedCall(String id, String name, String arguments) {}
 
   /**
    * One run: its record (with the run it reruns, or null), steps (a workflow run; a rerun's reused
@@ -133,7 +137,8 @@ public final class Views {
       String updated, String finished, String parentRunId, String rerunOf, String concurrencyKey, String inputs,
       String approval,
       String failure, List<StepRow> steps, List<MessageRow> transcript, String output, boolean outputIsJson, List<EventRow> events,
-      List<RunRow> children, String allChildren, String error, int refresh, String signal, String signalUntil) {
+      List<RunRow> children, String allChildren, String error, int refresh, String signal, String signalUntil,
+      List<AskedCall> askedCalls) {
 
     static RunDetail of(Run run, List<Event> events, List<RunMessage> messages, Slice<Run> children, String error,
         int refresh) {
@@ -164,7 +169,7 @@ public final class Views {
       String outputText = output == null || output.isNull() || output.isMissingNode() ? null
           : outputIsJson ? pretty(Json.string(output)) : output.asText();
       List<MessageRow> transcript = messages.stream().map(m -> new MessageRow(m.role(),
-          m.content() != null ? m.content() : m.toolCalls() != null ? "calls " + m.toolCalls() : "")).toList();
+          m.toolCallId() == null ? "" : m.toolCallId(), m.content() != null ? m.content() : m.toolCalls() != null ? "calls " + m.toolCalls() : "")).toList();
       List<EventRow> eventRows = events.stream().map(e -> new EventRow(e.id(), time(e.createdAt()), e.type(),
           e.actor(), e.data() == null ? "" : shorten(Json.tree(e.data())))).toList();
       return new RunDetail(run.id(), run.kind(), run.isAgent() ? run.agentId() : run.workflowId(), run.project(),
@@ -174,12 +179,23 @@ public final class Views {
           pretty(run.approval()), pretty(run.error()), steps, transcript, outputText, outputIsJson, eventRows,
           children.rows().stream().map(RunRow::of).toList(),
           children.more() ? "/console/runs?parent_run_id=" + run.id() : null, error, signal != null ? 0 : refresh,
-          signal, signalUntil);
+          signal, signalUntil, askedCalls(run));
     }
 
     /** Whether the run waits for a signal (its form then shows). */
     public boolean awaitingSignal() {
       return signal != null;
+    }
+
+    /** The tool calls an agent run waits to have approved, when they are several (each may be decided alone). */
+    private static List<AskedCall> askedCalls(Run run) {
+      List<AskedCall> asked = new ArrayList<>();
+      if (run.approval() != null && RunStatus.AWAITING_APPROVAL.wireName().equals(run.status())) {
+        for (JsonNode c : Json.tree(run.approval()).path("tool_calls")) {
+          asked.add(new AskedCall(c.path("id").asText(), c.path("name").asText(), Json.string(c.path("arguments"))));
+        }
+      }
+      return asked.size() > 1 ? asked : List.of();
     }
 
     public boolean awaitingApproval() {

@@ -30,10 +30,11 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Moves agent runs forward: a model call, then each tool call of its answer, then the next model
- * call. Every call is recorded as started and saved (with this instance's lease) before it goes
- * out, and what came of it is saved before the next: a crash loses at most the call in progress,
- * which is made again after the restart (a tool call with the same Idempotency-Key). The calls hold
+ * Moves agent runs forward: a model call, then the tool calls of its answer (at once, up to
+ * agents.max_parallel_tool_calls), then the next model call. Every call is recorded as started and
+ * saved (with this instance's lease) before it goes out, and what came of it is saved as it
+ * arrives: a crash loses at most the calls in progress, which are made again after the restart (a
+ * tool call with the same Idempotency-Key). The calls hold
  * no thread while they wait; their answers are taken up on {@code executor}.
  */
 final class AgentRunner extends CallingRunner<AgentRunMachine> {
@@ -111,7 +112,7 @@ final class AgentRunner extends CallingRunner<AgentRunMachine> {
     if (next == AgentRunMachine.Next.MODEL) {
       m.startModelCall(modelSettings.baseUrl());
     } else {
-      m.startToolCall();
+      m.startToolCalls(modelSettings.maxParallelToolCalls(), true);
     }
     return leased(m);
   }
@@ -125,8 +126,19 @@ final class AgentRunner extends CallingRunner<AgentRunMachine> {
   @Override
   public long weight(Run run) {
     JsonNode progress = Json.tree(run.steps());
-    int answer = AgentRunMachine.callingModel(progress) ? MODEL_ANSWER_ROOM : settings.maxResponseBytes();
+    int answer = AgentRunMachine.callingModel(progress) ? MODEL_ANSWER_ROOM
+        : settings.maxResponseBytes() * Math.min(modelSettings.maxParallelToolCalls(), toMake(progress));
     return CallMemory.weight(run, answer) + 2 * progress.path("transcript_chars").asLong();
+  }
+
+  /** The tool calls of the last answer without a result yet (at least 1). */
+  private static int toMake(JsonNode progress) {
+    int n = 0;
+    for (JsonNode c : progress.path("tool_calls")) {
+      String status = c.path("status").asText();
+      n += status.equals("done") || status.equals("answered") ? 0 : 1;
+    }
+    return Math.max(1, n);
   }
 
   @Override
@@ -143,13 +155,115 @@ final class AgentRunner extends CallingRunner<AgentRunMachine> {
       return model.complete(request, timeout, mayKeep)
           .thenComposeAsync(outcome -> settle(calling, room, hold, m -> answered(m, outcome)), executor);
     }
-    ObjectNode call = before.nextToolCall();
-    AgentDefinition.Tool tool = before.tool(call.get("name").asText());
-    JsonNode arguments = AgentRunMachine.arguments(call);
-    Duration timeout = shorter(Duration.ofMillis(tool.timeoutMs()), left);
-    return tools.call(calling.workspaceId(), calling.id(), calling.agentId(), tool, call.get("id").asText(), arguments,
-        timeout).thenComposeAsync(result -> settle(calling, room, hold,
-            m -> m.toolAnswered(result.ok(), result.httpStatus(), result.content(), result.message())), executor);
+    Turn turn = new Turn(calling, room, hold);
+    turn.send(calling, before.callingTools());
+    return turn.done;
+  }
+
+  /**
+   * The tool calls of one answer, made at once (up to agents.max_parallel_tool_calls): each answer
+   * is saved as it arrives, one save after another (each on the run as the one before left it), a
+   * further call started in the place it frees; the answer of the last call in flight makes the
+   * moves that follow (the next model call once every call has its result). {@link #done} is the
+   * run of the next call, or null, as for a single call; it completes once no call of the turn is out.
+   */
+  private final class Turn {
+    final CompletableFuture<Run> done = new CompletableFuture<>();
+    private final CallMemory.Reservation room;
+    private final Leases.Hold hold;
+    /** The run as last saved by this turn. */
+    private Run current;
+    /** The saves of the answers, one after another. */
+    private CompletableFuture<Void> saves = CompletableFuture.completedFuture(null);
+    /** Calls sent and not answered yet. */
+    private int out;
+    /** The run was lost to a caller's move or another instance, or ended: the answers still out are dropped. */
+    private boolean over;
+
+    Turn(Run calling, CallMemory.Reservation room, Leases.Hold hold) {
+      this.current = calling;
+      this.room = room;
+      this.hold = hold;
+    }
+
+    /** Sends {@code calls} of {@code run} (recorded as started in it, and saved). */
+    void send(Run run, List<ObjectNode> calls) {
+      AgentRunMachine m = machines.agent(run, run.updatedAt());
+      Duration left = m.timeLeft();
+      synchronized (this) {
+        out += calls.size();
+      }
+      for (ObjectNode call : calls) {
+        String id = call.get("id").asText();
+        AgentDefinition.Tool tool = m.tool(call.get("name").asText());
+        Duration timeout = shorter(Duration.ofMillis(tool.timeoutMs()), left);
+        tools.call(run.workspaceId(), run.id(), run.agentId(), tool, id, AgentRunMachine.arguments(call), timeout)
+            .thenAccept(result -> answered(id, result));
+      }
+    }
+
+    private synchronized void answered(String id, AgentToolCaller.Result result) {
+      out--;
+      saves = saves.thenComposeAsync(v -> settleOne(id, result), executor).exceptionally(failure -> {
+        synchronized (this) {
+          over = true;
+        }
+        done.completeExceptionally(failure);
+        return null;
+      });
+    }
+
+    private CompletableFuture<Void> settleOne(String id, AgentToolCaller.Result result) {
+      Run run;
+      synchronized (this) {
+        if (over) {
+          endIfNoneOut(null);
+          return CompletableFuture.completedFuture(null);
+        }
+        run = current;
+      }
+      AgentRunMachine m = machines.agent(run, Time.now());
+      m.toolAnswered(id, result.ok(), result.httpStatus(), result.content(), result.message());
+      if (m.callingTools().isEmpty()) {
+        // The last call of the turn: the moves that follow, as after a single call.
+        return settle(run, room, hold, moved -> moved.toolAnswered(id, result.ok(), result.httpStatus(),
+            result.content(), result.message())).thenAccept(next -> {
+              synchronized (this) {
+                over = true;
+              }
+              done.complete(next);
+            });
+      }
+      if (m.hasEnded()) {
+        return save(m.toRun(null, null), m, hold, false).thenAccept(next -> {
+          synchronized (this) {
+            over = true;
+            endIfNoneOut(null);
+          }
+        });
+      }
+      List<ObjectNode> more = stopping() ? List.of() : m.startToolCalls(modelSettings.maxParallelToolCalls(), false);
+      Run next = leased(m);
+      return save(next, m, hold, true).thenAccept(saved -> {
+        synchronized (this) {
+          if (saved == null) {
+            over = true;
+            endIfNoneOut(null);
+            return;
+          }
+          current = saved;
+        }
+        if (!more.isEmpty()) {
+          send(saved, more);
+        }
+      });
+    }
+
+    private synchronized void endIfNoneOut(Run next) {
+      if (out == 0) {
+        done.complete(next);
+      }
+    }
   }
 
   private static Duration shorter(Duration a, Duration b) {

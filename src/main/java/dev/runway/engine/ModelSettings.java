@@ -9,10 +9,10 @@ import java.time.Duration;
  * Where agent runs reach their model (agents.model.* in config/runway.properties): an
  * OpenAI-compatible Chat Completions endpoint, or the built-in sandbox model; and what tenants may
  * spend there: the model names they may ask for, and the tokens a workspace may use per UTC day
- * (0: no bound).
+ * (0: no bound); and how many tool calls of one model answer a run makes at once.
  */
 public record ModelSettings(String baseUrl, String apiKey, Duration timeout, int maxRetries, Duration retryBase,
-    int maxResponseBytes, AllowedModels allowed, long tokensPerWorkspacePerDay) {
+    int maxResponseBytes, AllowedModels allowed, long tokensPerWorkspacePerDay, int maxParallelToolCalls) {
   public static final String SANDBOX = AgentRunMachine.SANDBOX;
 
   public static ModelSettings from(Settings s) {
@@ -41,7 +41,8 @@ public record ModelSettings(String baseUrl, String apiKey, Duration timeout, int
         Duration.ofMillis(s.integer("agents.model.retry_base_ms", 1, 600_000)),
         s.integer("agents.model.max_response_bytes", 1024, 16 * 1024 * 1024),
         allowed(s),
-        s.integer("agents.workspace_tokens_per_day", 0, Integer.MAX_VALUE));
+        s.integer("agents.workspace_tokens_per_day", 0, Integer.MAX_VALUE),
+        s.integer("agents.max_parallel_tool_calls", 1, 64));
   }
 
   private static AllowedModels allowed(Settings s) {

@@ -7,6 +7,7 @@ import dev.runway.agent.AgentDefinition;
 import dev.runway.agent.AllowedModels;
 import dev.runway.agent.ModelOutcome;
 import dev.runway.agent.ToolSchemas;
+import dev.runway.core.DomainException;
 import dev.runway.core.Json;
 import dev.runway.usage.TokenQuota;
 import java.time.Duration;
@@ -18,8 +19,8 @@ import java.util.stream.Collectors;
 /**
  * An agent run's progress and the moves it may make, on top of what every run shares
  * ({@link RunMachine}): turns of the model, each answer stored before anything is done with it,
- * then the tool calls of that answer one after another, each result stored as a tool message,
- * then the next turn, until the model answers without tool calls. Limits, bad tool calls and the
+ * then the tool calls of that answer, made at once up to a cap (the engine's), each outcome kept as
+ * it arrives and the results stored as tool messages in the model's order, then the next turn, until the model answers without tool calls. Limits, bad tool calls and the
  * model's failures end the run. An agent with an output_schema asks the model for JSON matching it
  * (response_format) and checks the final answer: a mismatch is sent back once as a user message,
  * which makes one more turn; a second ends the run with output_invalid.
@@ -30,7 +31,9 @@ import java.util.stream.Collectors;
  * {@code model_calling} (an attempt started and not recorded), {@code bad_in_a_row} and
  * {@code transcript_chars}, {@code model_endpoint} (of the last model call), {@code last_call_tokens}
  * (the total_tokens of the last answer), {@code tool_calls} (of the last answer: id, name, arguments
- * as the model sent them, status pending, approved, calling or done, attempts), and
+ * as the model sent them, attempts, and status: pending (not checked yet), ready, awaiting (its
+ * approval), approved, calling, answered (its outcome and {@code result} kept until the calls before
+ * it have theirs) or done (its result in the transcript)), and
  * {@code output_sent_back} (the turn whose answer did not match output_schema and was sent back;
  * absent until one did).
  */
@@ -164,63 +167,119 @@ public final class AgentRunMachine extends RunMachine {
         dueAt = now;
         return Next.MODEL;
       }
-      ObjectNode call = nextToolCall();
-      if (call == null) {
-        state.put("phase", "model");
+      if (moveTools(approvalTimeoutSeconds)) {
         continue;
       }
-      String callStatus = call.get("status").asText();
-      if (callStatus.equals("calling")) {
-        if (call.get("attempts").asInt() >= MAX_TOOL_ATTEMPTS) {
-          toolResult(call, false, null, "the call was cut off " + MAX_TOOL_ATTEMPTS + " times before its answer "
-              + "was recorded (the server stopped)", "failed");
-          continue;
-        }
-        dueAt = now;
-        return Next.TOOL; // sent again, with the same Idempotency-Key
-      }
-      if (callStatus.equals("pending")) {
-        AgentDefinition.Tool tool = tool(call.get("name").asText());
-        if (tool == null) {
-          toolResult(call, false, null, "there is no tool named '" + call.get("name").asText() + "'; the tools are: "
-              + definition.agent().tools().stream().map(AgentDefinition.Tool::name).collect(Collectors.joining(", ")),
-              "invalid");
-          continue;
-        }
-        JsonNode arguments = arguments(call);
-        if (arguments == null) {
-          toolResult(call, false, null, "the arguments are not a JSON object: " + abbreviate(call.get("arguments")
-              .asText(), 200), "invalid");
-          continue;
-        }
-        List<String> violations;
-        try {
-          violations = ToolSchemas.violations(tool.parameters(), arguments);
-        } catch (ToolSchemas.TooSlow e) {
-          fail("schema_budget_exceeded", e.getMessage() + " (tool '" + tool.name() + "'): make its parameters "
-              + "schema simpler", null);
-          continue;
-        }
-        if (!violations.isEmpty()) {
-          toolResult(call, false, null, "the arguments do not match the tool's parameters: "
-              + String.join("; ", violations), "invalid");
-          continue;
-        }
-        if (tool.requiresApproval()) {
-          ObjectNode pending = awaitApproval(approvalTimeoutSeconds, null);
-          ObjectNode asked = pending.putObject("tool_call").put("id", call.get("id").asText()).put("name", tool.name());
-          asked.set("arguments", arguments);
-          return Next.NOTHING;
-        }
-      }
-      if (state.with("usage").get("tool_calls").asInt() >= limits().maxToolCalls()) {
-        fail("max_tool_calls_exceeded", "the run made " + limits().maxToolCalls() + " tool calls "
-            + "(limits.max_tool_calls) and the model asked for more", null);
-        continue;
+      if (ended() || status == RunStatus.AWAITING_APPROVAL) {
+        return Next.NOTHING;
       }
       dueAt = now;
       return Next.TOOL;
     }
+  }
+
+  /**
+   * The tools phase with no call in flight (a claim, or the last call of a batch answered): checks
+   * the calls not checked yet (a bad one is answered with its error at once), answers the calls cut
+   * off too often, and moves to the next model call once every call has its result. Returns true
+   * after a move that calls for another look (the run may have ended); false when the run makes
+   * its next tool calls (TOOL) or now waits for the approval of the calls that need one. Calls that
+   * need no approval run first, then those that need one are asked together.
+   */
+  private boolean moveTools(long approvalTimeoutSeconds) {
+    flushAnswered();
+    boolean allDone = true;
+    boolean toCall = false;
+    boolean startsNew = false;
+    ArrayNode asking = Json.MAPPER.createArrayNode();
+    for (JsonNode c : state.withArray("tool_calls")) {
+      ObjectNode call = (ObjectNode) c;
+      String callStatus = call.get("status").asText();
+      if (callStatus.equals("pending")) {
+        if (check(call)) {
+          return true;
+        }
+        callStatus = call.get("status").asText();
+      }
+      switch (callStatus) {
+        case "done", "answered" -> { }
+        case "calling" -> {
+          if (call.get("attempts").asInt() >= MAX_TOOL_ATTEMPTS) {
+            toolResult(call, false, null, "the call was cut off " + MAX_TOOL_ATTEMPTS + " times before its answer "
+                + "was recorded (the server stopped)", "failed");
+            return true;
+          }
+          toCall = true;
+        }
+        case "ready", "approved" -> {
+          toCall = true;
+          startsNew = true;
+        }
+        case "awaiting" -> {
+          ObjectNode asked = asking.addObject().put("id", call.get("id").asText()).put("name", call.get("name").asText());
+          asked.set("arguments", arguments(call));
+        }
+        default -> throw new IllegalStateException("tool call status " + callStatus);
+      }
+      allDone &= callStatus.equals("done");
+    }
+    if (allDone) {
+      state.put("phase", "model");
+      return true;
+    }
+    if (toCall) {
+      if (startsNew && !hasCalling() && state.with("usage").get("tool_calls").asInt() >= limits().maxToolCalls()) {
+        fail("max_tool_calls_exceeded", "the run made " + limits().maxToolCalls() + " tool calls "
+            + "(limits.max_tool_calls) and the model asked for more", null);
+        return true;
+      }
+      return false;
+    }
+    if (!asking.isEmpty()) {
+      ObjectNode pending = awaitApproval(approvalTimeoutSeconds, null);
+      if (asking.size() == 1) {
+        pending.set("tool_call", asking.get(0).deepCopy()); // as before several calls could be asked at once
+      }
+      pending.set("tool_calls", asking);
+      return false;
+    }
+    return true; // answered calls wait for an earlier one: nothing here (flushAnswered wrote all it could)
+  }
+
+  /**
+   * Checks a call the model just asked for: an unknown tool or arguments that do not fit are answered
+   * with their error; else it is ready, or awaiting its approval. True when it was answered (or the
+   * run failed).
+   */
+  private boolean check(ObjectNode call) {
+    AgentDefinition.Tool tool = tool(call.get("name").asText());
+    if (tool == null) {
+      toolResult(call, false, null, "there is no tool named '" + call.get("name").asText() + "'; the tools are: "
+          + definition.agent().tools().stream().map(AgentDefinition.Tool::name).collect(Collectors.joining(", ")),
+          "invalid");
+      return true;
+    }
+    JsonNode arguments = arguments(call);
+    if (arguments == null) {
+      toolResult(call, false, null, "the arguments are not a JSON object: " + abbreviate(call.get("arguments")
+          .asText(), 200), "invalid");
+      return true;
+    }
+    List<String> violations;
+    try {
+      violations = ToolSchemas.violations(tool.parameters(), arguments);
+    } catch (ToolSchemas.TooSlow e) {
+      fail("schema_budget_exceeded", e.getMessage() + " (tool '" + tool.name() + "'): make its parameters "
+          + "schema simpler", null);
+      return true;
+    }
+    if (!violations.isEmpty()) {
+      toolResult(call, false, null, "the arguments do not match the tool's parameters: "
+          + String.join("; ", violations), "invalid");
+      return true;
+    }
+    call.put("status", tool.requiresApproval() ? "awaiting" : "ready");
+    return false;
   }
 
   // ---- model calls ----
@@ -444,14 +503,29 @@ public final class AgentRunMachine extends RunMachine {
 
   // ---- tool calls ----
 
-  /** The tool call in progress or next: the first of the last answer's that is not done. */
-  public ObjectNode nextToolCall() {
+  /** The tool call of this id in the last answer, or null. */
+  public ObjectNode toolCall(String id) {
     for (JsonNode c : state.withArray("tool_calls")) {
-      if (!c.get("status").asText().equals("done")) {
+      if (c.get("id").asText().equals(id)) {
         return (ObjectNode) c;
       }
     }
     return null;
+  }
+
+  /** The last answer's tool calls now being made (started and not answered). */
+  public List<ObjectNode> callingTools() {
+    List<ObjectNode> calling = new java.util.ArrayList<>();
+    for (JsonNode c : state.withArray("tool_calls")) {
+      if (c.get("status").asText().equals("calling")) {
+        calling.add((ObjectNode) c);
+      }
+    }
+    return calling;
+  }
+
+  private boolean hasCalling() {
+    return !callingTools().isEmpty();
   }
 
   public AgentDefinition.Tool tool(String name) {
@@ -473,9 +547,38 @@ public final class AgentRunMachine extends RunMachine {
     }
   }
 
-  /** Records the next tool call as started, before it goes out. */
-  public void startToolCall() {
-    ObjectNode call = nextToolCall();
+  /**
+   * Records tool calls as started, before they go out, so that at most {@code cap} are made at once
+   * and no more than limits.max_tool_calls in all: with {@code resume} (no call in flight: a claim,
+   * or a batch that ended) the calls cut off first (sent again with their Idempotency-Key), then
+   * new ones in the model's order; else new ones beside those in flight. Returns the calls started.
+   */
+  public List<ObjectNode> startToolCalls(int cap, boolean resume) {
+    List<ObjectNode> started = new java.util.ArrayList<>();
+    int inFlight = 0;
+    for (ObjectNode call : callingTools()) {
+      if (resume) {
+        started.add(call);
+        startToolCall(call);
+      }
+      inFlight++;
+    }
+    ObjectNode usage = state.with("usage");
+    for (JsonNode c : state.withArray("tool_calls")) {
+      String callStatus = c.get("status").asText();
+      if (inFlight >= cap || usage.get("tool_calls").asInt() >= limits().maxToolCalls()) {
+        break;
+      }
+      if (callStatus.equals("ready") || callStatus.equals("approved")) {
+        startToolCall((ObjectNode) c);
+        started.add((ObjectNode) c);
+        inFlight++;
+      }
+    }
+    return started;
+  }
+
+  private void startToolCall(ObjectNode call) {
     int attempt = call.get("attempts").asInt() + 1;
     call.put("status", "calling").put("attempts", attempt);
     if (attempt == 1) {
@@ -486,9 +589,31 @@ public final class AgentRunMachine extends RunMachine {
         "name", call.get("name").asText()));
   }
 
-  /** The tool call in progress ended: its result goes to the model in the next turn. */
-  public void toolAnswered(boolean ok, Integer httpStatus, String content, String message) {
-    toolResult(nextToolCall(), ok, httpStatus, ok ? content : message, ok ? "succeeded" : "failed");
+  /**
+   * The tool call {@code id} ended: its result is kept, and goes to the transcript (for the next
+   * model call) once the calls before it in the model's order have theirs. Nothing when the call is
+   * no longer being made (the run ended meanwhile).
+   */
+  public void toolAnswered(String id, boolean ok, Integer httpStatus, String content, String message) {
+    ObjectNode call = toolCall(id);
+    if (ended() || call == null || !call.get("status").asText().equals("calling")) {
+      return;
+    }
+    toolResult(call, ok, httpStatus, ok ? content : message, ok ? "succeeded" : "failed");
+  }
+
+  /** Writes the results of the calls answered, in the model's order, up to the first call without one. */
+  private void flushAnswered() {
+    for (JsonNode c : state.withArray("tool_calls")) {
+      String callStatus = c.get("status").asText();
+      if (callStatus.equals("answered")) {
+        ObjectNode call = (ObjectNode) c;
+        addMessage("tool", call.get("result").asText(), null, call.get("id").asText());
+        call.put("status", "done").remove("result");
+      } else if (!callStatus.equals("done")) {
+        return;
+      }
+    }
   }
 
   /**
@@ -497,8 +622,8 @@ public final class AgentRunMachine extends RunMachine {
    */
   private void toolResult(ObjectNode call, boolean ok, Integer httpStatus, String contentOrError, String outcome) {
     String content = ok ? contentOrError : Json.string(Map.of("error", contentOrError));
-    call.put("status", "done").put("outcome", outcome);
-    addMessage("tool", content, null, call.get("id").asText());
+    call.put("status", "answered").put("outcome", outcome).put("result", content);
+    flushAnswered();
     record("tool_call.finished", ENGINE, null, call.get("attempts").asInt(), data("tool_call_id",
         call.get("id").asText(), "name", call.get("name").asText(), "outcome", outcome, "http_status", httpStatus,
         "message", ok ? null : contentOrError));
@@ -520,9 +645,8 @@ public final class AgentRunMachine extends RunMachine {
       currentStep = 0; // the start's gate
       return;
     }
-    ObjectNode call = nextToolCall();
-    if (call != null) {
-      call.put("status", "approved");
+    for (String id : asked()) {
+      toolCall(id).put("status", "approved");
     }
   }
 
@@ -532,9 +656,68 @@ public final class AgentRunMachine extends RunMachine {
       return false;
     }
     extendDeadline();
-    toolResult(nextToolCall(), false, null, "the call was rejected by the approver"
-        + (comment == null || comment.isBlank() ? "" : ": " + comment), "rejected");
+    for (String id : asked()) {
+      reject(toolCall(id), comment);
+    }
     return true;
+  }
+
+  /**
+   * Approves or rejects some of the tool calls the approval asks about: they leave its tool_calls,
+   * and the run waits for the others. True when others remain; false when these are all that
+   * remain (the whole approval is then decided as one).
+   */
+  @Override
+  protected boolean decidePart(boolean approve, String comment, List<String> toolCallIds) {
+    List<String> asked = currentStep < 0 ? List.of() : asked();
+    if (toolCallIds.isEmpty()) {
+      throw DomainException.invalid("tool_call_ids", "tool_call_ids must name at least one tool call: leave it "
+          + "out to decide them all");
+    }
+    for (String id : toolCallIds) {
+      if (!asked.contains(id)) {
+        throw DomainException.invalid("tool_call_ids", "tool call '" + abbreviate(id, 100) + "' is not awaiting "
+            + "approval" + (asked.isEmpty() ? "" : "; these are: " + String.join(", ", asked)));
+      }
+    }
+    if (new java.util.HashSet<>(toolCallIds).containsAll(asked)) {
+      return false;
+    }
+    ArrayNode remaining = Json.MAPPER.createArrayNode();
+    for (JsonNode c : approval.withArray("tool_calls")) {
+      String id = c.get("id").asText();
+      if (!toolCallIds.contains(id)) {
+        remaining.add(c);
+      } else if (approve) {
+        toolCall(id).put("status", "approved");
+      } else {
+        reject(toolCall(id), comment);
+      }
+    }
+    approval.set("tool_calls", remaining);
+    return true;
+  }
+
+  private void reject(ObjectNode call, String comment) {
+    toolResult(call, false, null, "the call was rejected by the approver"
+        + (comment == null || comment.isBlank() ? "" : ": " + comment), "rejected");
+  }
+
+  /**
+   * The ids of the tool calls the approval asks about and not decided yet (an approval stored before
+   * several calls could be asked at once has only tool_call).
+   */
+  private List<String> asked() {
+    List<String> ids = new java.util.ArrayList<>();
+    if (approval == null) {
+      return ids;
+    }
+    if (approval.has("tool_calls")) {
+      approval.get("tool_calls").forEach(c -> ids.add(c.get("id").asText()));
+    } else if (approval.path("tool_call").has("id")) {
+      ids.add(approval.get("tool_call").get("id").asText());
+    }
+    return ids;
   }
 
   /** Time spent waiting for a person does not count against the run's timeout_s. */
@@ -558,6 +741,11 @@ public final class AgentRunMachine extends RunMachine {
 
   private static String abbreviate(String text, int max) {
     return text.length() <= max ? text : text.substring(0, max) + "…";
+  }
+
+  /** Whether the run has ended (its moves made so far). */
+  public boolean hasEnded() {
+    return ended();
   }
 
   /** How long the run has left before its timeout_s. */

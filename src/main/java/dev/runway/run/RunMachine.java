@@ -117,24 +117,66 @@ public abstract class RunMachine {
   // ---- moves made by callers (approve, reject, cancel) ----
 
   public final void approve(String actor, String comment) {
+    approve(actor, comment, null);
+  }
+
+  /**
+   * Approves; with {@code toolCallIds} (not null) only those of the tool calls the approval asks
+   * about (an agent run's), and the run goes on once every one is decided.
+   */
+  public final void approve(String actor, String comment, List<String> toolCallIds) {
     requireStatus("approve", RunStatus.AWAITING_APPROVAL);
+    Map<String, Object> data = decisionData(comment, toolCallIds);
+    if (toolCallIds != null && decidePart(true, comment, toolCallIds)) {
+      record("run.approved", actor, null, null, data);
+      return;
+    }
     decide("approved", actor, comment);
     status = RunStatus.RUNNING;
     dueAt = now;
     approved(actor, comment);
-    record("run.approved", actor, null, null, Map.of("comment", comment == null ? "" : comment));
+    record("run.approved", actor, null, null, data);
   }
 
   public final void reject(String actor, String comment) {
+    reject(actor, comment, null);
+  }
+
+  /** Rejects; with {@code toolCallIds} (not null) only those tool calls, as {@link #approve(String, String, List)}. */
+  public final void reject(String actor, String comment, List<String> toolCallIds) {
     requireStatus("reject", RunStatus.AWAITING_APPROVAL);
+    Map<String, Object> data = decisionData(comment, toolCallIds);
+    if (toolCallIds != null && decidePart(false, comment, toolCallIds)) {
+      record("run.approval_rejected", actor, null, null, data);
+      return;
+    }
     decide("rejected", actor, comment);
     if (!rejected(actor, comment)) {
-      finish(RunStatus.REJECTED, actor, Map.of("comment", comment == null ? "" : comment));
+      finish(RunStatus.REJECTED, actor, data);
     } else {
       status = RunStatus.RUNNING;
       dueAt = now;
-      record("run.approval_rejected", actor, null, null, Map.of("comment", comment == null ? "" : comment));
+      record("run.approval_rejected", actor, null, null, data);
     }
+  }
+
+  private static Map<String, Object> decisionData(String comment, List<String> toolCallIds) {
+    Map<String, Object> data = new java.util.LinkedHashMap<>();
+    data.put("comment", comment == null ? "" : comment);
+    if (toolCallIds != null) {
+      data.put("tool_call_ids", toolCallIds);
+    }
+    return data;
+  }
+
+  /**
+   * Decides only the tool calls {@code toolCallIds} of what the approval asks: true when others
+   * remain undecided and the run keeps waiting, false when the whole approval is now decided as one.
+   * Only an agent run's approval of tool calls has parts.
+   */
+  protected boolean decidePart(boolean approve, String comment, List<String> toolCallIds) {
+    throw DomainException.invalid("tool_call_ids", "tool_call_ids decides some of an agent run's tool calls; "
+        + "this approval has none");
   }
 
   public final void cancel(String actor) {

@@ -28,7 +28,7 @@ public final class RunRoutes {
   private static final Set<String> START_FIELDS = Set.of("project", "inputs");
   private static final Set<String> AGENT_START_FIELDS = Set.of("project", "input", "model");
   private static final Set<String> MESSAGE_PARAMS = Set.of("limit", "starting_after");
-  private static final Set<String> DECISION_FIELDS = Set.of("comment");
+  private static final Set<String> DECISION_FIELDS = Set.of("comment", "tool_call_ids");
   private static final Set<String> LIST_PARAMS =
       Set.of("kind", "workflow", "agent", "project", "status", "created_after", "created_before", "limit", "starting_after",
           "parent_run_id");
@@ -151,13 +151,15 @@ public final class RunRoutes {
   }
 
   public void approve(Context ctx) {
-    String comment = comment(ctx);
-    Responses.json(ctx, 200, RunView.of(runs.approve(AuthHandler.principal(ctx), runId(ctx), comment)));
+    Decision d = decision(bodies.optionalObject(ctx));
+    Responses.json(ctx, 200, RunView.of(runs.approve(AuthHandler.principal(ctx), runId(ctx), d.comment(),
+        d.toolCallIds())));
   }
 
   public void reject(Context ctx) {
-    String comment = comment(ctx);
-    Responses.json(ctx, 200, RunView.of(runs.reject(AuthHandler.principal(ctx), runId(ctx), comment)));
+    Decision d = decision(bodies.optionalObject(ctx));
+    Responses.json(ctx, 200, RunView.of(runs.reject(AuthHandler.principal(ctx), runId(ctx), d.comment(),
+        d.toolCallIds())));
   }
 
   public void cancel(Context ctx) {
@@ -172,10 +174,6 @@ public final class RunRoutes {
     int after = q.integer("starting_after", -1, -1, Integer.MAX_VALUE);
     Slice<RunMessage> rows = runs.messages(AuthHandler.principal(ctx), runId(ctx), after, limit, maxPageBytes);
     Responses.json(ctx, 200, Page.of(rows, MessageView::of, m -> String.valueOf(m.index())));
-  }
-
-  private String comment(Context ctx) {
-    return decisionComment(bodies.optionalObject(ctx));
   }
 
   /** The fields of a start body. */
@@ -207,7 +205,34 @@ public final class RunRoutes {
 
   /** The comment of an approve or reject body: {comment?}, at most 1000 characters; null when absent. */
   public static String decisionComment(ObjectNode body) {
-    return JsonFields.of(body, DECISION_FIELDS).optionalString("comment", null, 1000);
+    return decision(body).comment();
+  }
+
+  /** An approve or reject body: a comment, and the tool calls it decides (null: all that are asked). */
+  public record Decision(String comment, List<String> toolCallIds) {}
+
+  /** Checks an approve or reject body: {comment?, tool_call_ids?} (at most 128 ids). */
+  public static Decision decision(ObjectNode body) {
+    JsonFields fields = JsonFields.of(body, DECISION_FIELDS);
+    String comment = fields.optionalString("comment", null, 1000);
+    if (body == null || !body.has("tool_call_ids")) {
+      return new Decision(comment, null);
+    }
+    JsonNode ids = fields.optionalArray("tool_call_ids");
+    if (ids.size() > 128) {
+      throw DomainException.invalid("tool_call_ids", "tool_call_ids has at most 128 ids");
+    }
+    List<String> list = new java.util.ArrayList<>();
+    for (JsonNode id : ids) {
+      if (!id.isTextual() || id.asText().isEmpty() || id.asText().length() > 256) {
+        throw DomainException.invalid("tool_call_ids", "tool_call_ids must be an array of tool call ids (strings of "
+            + "1-256 characters)");
+      }
+      if (!list.contains(id.asText())) {
+        list.add(id.asText());
+      }
+    }
+    return new Decision(comment, list);
   }
 
   /** A cancel body takes no fields. */

@@ -32,11 +32,20 @@ public final class RunService {
 
   /** Approves a run waiting at an approval; 409 run_state_conflict if it is not waiting. */
   public Run approve(Principal caller, String runId, String comment) {
-    return move(caller, runId, m -> m.approve(caller.keyId(), comment));
+    return approve(caller, runId, comment, null);
+  }
+
+  /** As {@link #approve(Principal, String, String)}; with {@code toolCallIds} only those of an agent run's tool calls. */
+  public Run approve(Principal caller, String runId, String comment, List<String> toolCallIds) {
+    return move(caller, runId, m -> m.approve(caller.keyId(), comment, toolCallIds));
   }
 
   public Run reject(Principal caller, String runId, String comment) {
-    return move(caller, runId, m -> m.reject(caller.keyId(), comment));
+    return reject(caller, runId, comment, null);
+  }
+
+  public Run reject(Principal caller, String runId, String comment, List<String> toolCallIds) {
+    return move(caller, runId, m -> m.reject(caller.keyId(), comment, toolCallIds));
   }
 
   /** Cancels a run that has not finished; 409 run_state_conflict if it has. */

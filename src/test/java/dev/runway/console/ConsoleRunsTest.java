@@ -8,7 +8,9 @@ import com.fasterxml.jackson.databind.JsonNode;
 import dev.runway.support.Api;
 import dev.runway.support.BothDatabases;
 import dev.runway.support.Browser;
+import dev.runway.support.FakeModel;
 import dev.runway.support.Http;
+import dev.runway.support.ToolServer;
 import java.util.UUID;
 
 /**
@@ -316,6 +318,44 @@ class ConsoleRunsTest {
         assertFalse(page.body().contains("http-equiv=\"refresh\""), "an ended run's page does not reload");
         assertTrue(browser.get("/console/runs?kind=agent").body().contains(id));
         assertTrue(browser.get("/console/workflows").body().contains("<code>clock</code>"));
+      });
+    }
+  }
+
+  @BothDatabases
+  void the_parallel_calls_of_a_turn_are_approved_one_by_one_and_shown_in_the_transcript(Api api) throws Exception {
+    try (FakeModel model = FakeModel.start(); ToolServer tools = ToolServer.start();
+        dev.runway.engine.Engine engine = api.database().startEngine(s -> s.with("agents.model.base_url",
+            model.baseUrl()).with("agents.model.api_key", "sk-test"))) {
+      model.script(FakeModel.Reply.toolCalls(FakeModel.ToolCall.of("call_1", "refund", java.util.Map.of("n", 1)),
+          FakeModel.ToolCall.of("call_2", "refund", java.util.Map.of("n", 2))), FakeModel.Reply.text("done"));
+      api.test(http -> {
+        Browser browser = owner(api, http);
+        assertEquals(201, http.put("/v1/agents/refunds", "{\"model\":\"m\",\"tools\":[{\"name\":\"refund\","
+            + "\"url\":\"" + tools.url("/refund") + "\",\"requires_approval\":true}]}").status());
+        String id = http.post("/v1/agents/refunds/runs", "{\"project\":\"demo\",\"input\":\"go\"}").json()
+            .get("id").asText();
+        dev.runway.support.Runs.awaitStatus(http, id, "awaiting_approval");
+        Browser.Page page = browser.get("/console/runs/" + id);
+        assertTrue(page.body().contains("Approve all"), page::toString);
+        for (String call : new String[] {"call_1", "call_2"}) {
+          assertTrue(page.body().contains("<input type=\"hidden\" name=\"tool_call_id\" value=\"" + call + "\">"),
+              call);
+        }
+        Browser.Page one = browser.post("/console/runs/" + id + "/approve", "tool_call_id", "call_1");
+        assertEquals(303, one.status(), one::toString);
+        assertEquals("awaiting_approval", http.get("/v1/runs/" + id).json().get("status").asText());
+        Browser.Page left = browser.get("/console/runs/" + id);
+        assertFalse(left.body().contains("value=\"call_1\""), "call_1 is decided");
+        assertEquals(303, browser.post("/console/runs/" + id + "/reject", "comment", "not this one").status());
+        dev.runway.support.Runs.awaitStatus(http, id, "succeeded");
+        assertEquals(1, tools.calls("/refund").size());
+        Browser.Page done = browser.get("/console/runs/" + id);
+        String body = done.body();
+        int first = body.indexOf("<code class=\"call\">call_1</code>");
+        int second = body.indexOf("<code class=\"call\">call_2</code>");
+        assertTrue(first > 0 && second > first, "each result names its call, in the model's order: " + body);
+        assertTrue(body.contains("rejected by the approver: not this one"), body);
       });
     }
   }

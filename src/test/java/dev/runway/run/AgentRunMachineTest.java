@@ -18,7 +18,7 @@ import org.junit.jupiter.api.Test;
 
 /**
  * An agent run's moves, without a database or HTTP, in the order the engine makes them: each call
- * recorded as started (startModelCall, startToolCall) and saved, then what came of it (modelAnswered,
+ * recorded as started (startModelCall, startToolCalls) and saved, then what came of it (modelAnswered,
  * toolAnswered) taken up by a new machine of the saved run.
  */
 class AgentRunMachineTest {
@@ -121,18 +121,18 @@ class AgentRunMachineTest {
     assertEquals(Next.TOOL, answered.moveUntilWaiting(APPROVAL_TIMEOUT_SECONDS, MAX_MODEL_ATTEMPTS));
 
     assertEquals("running", answered.toRun(null, null).status());
-    assertEquals("get_weather", answered.nextToolCall().get("name").asText());
+    assertEquals("get_weather", answered.toolCall("call_1").get("name").asText());
     RunMessage assistant = answered.messages().get(0);
     assertEquals("assistant", assistant.role());
     assertNull(assistant.content());
     assertEquals("get_weather", Json.tree(assistant.toolCalls()).get(0).get("function").get("name").asText());
 
-    answered.startToolCall();
+    answered.startToolCalls(8, true);
     Run toolCalling = answered.toRun("instance-a", NOW.plusSeconds(30));
     assertEquals(List.of("model_call.finished", "tool_call.started"), eventTypes(answered));
 
     AgentRunMachine toolDone = new AgentRunMachine(toolCalling, NOW.plusSeconds(3));
-    toolDone.toolAnswered(true, 200, "{\"rain\":false}", null);
+    toolDone.toolAnswered("call_1", true, 200, "{\"rain\":false}", null);
     assertEquals(Next.MODEL, toolDone.moveUntilWaiting(APPROVAL_TIMEOUT_SECONDS, MAX_MODEL_ATTEMPTS));
 
     RunMessage tool = toolDone.messages().get(0);
@@ -151,7 +151,7 @@ class AgentRunMachineTest {
   void a_tool_that_answered_with_an_error_goes_to_the_model_as_an_error() {
     AgentRunMachine machine = toolCallStarted("get_weather", "{\"city\":\"Oslo\"}");
 
-    machine.toolAnswered(false, 502, null, "the tool answered HTTP 502");
+    machine.toolAnswered("call_1", false, 502, null, "the tool answered HTTP 502");
     assertEquals(Next.MODEL, machine.moveUntilWaiting(APPROVAL_TIMEOUT_SECONDS, MAX_MODEL_ATTEMPTS));
 
     assertEquals("{\"error\":\"the tool answered HTTP 502\"}", machine.messages().get(0).content());
@@ -241,7 +241,7 @@ class AgentRunMachineTest {
     Run approved = machine.toRun(null, null);
     assertEquals("running", approved.status());
     assertEquals(NOW.plusSeconds(102), approved.dueAt());
-    assertEquals("approved", machine.nextToolCall().get("status").asText());
+    assertEquals("approved", machine.toolCall("call_1").get("status").asText());
     assertEquals(Instant.parse(deadlineBefore).plusSeconds(100),
         Instant.parse(Json.tree(approved.steps()).get("deadline").asText()));
     assertEquals(List.of("run.approved"), eventTypes(machine));
@@ -302,9 +302,9 @@ class AgentRunMachineTest {
       answered.modelAnswered(answer(null, List.of(new ModelOutcome.ToolCall("call_" + turn, "get_weather",
           "{\"city\":\"Oslo\"}"))));
       assertEquals(Next.TOOL, answered.moveUntilWaiting(APPROVAL_TIMEOUT_SECONDS, MAX_MODEL_ATTEMPTS));
-      answered.startToolCall();
+      answered.startToolCalls(8, true);
       AgentRunMachine toolDone = new AgentRunMachine(answered.toRun(null, null), at);
-      toolDone.toolAnswered(true, 200, "{}", null);
+      toolDone.toolAnswered("call_" + turn, true, 200, "{}", null);
       Next next = toolDone.moveUntilWaiting(APPROVAL_TIMEOUT_SECONDS, MAX_MODEL_ATTEMPTS);
       run = toolDone.toRun(null, null);
       assertEquals(turn < 3 ? Next.MODEL : Next.NOTHING, next, "after turn " + turn);
@@ -405,7 +405,7 @@ class AgentRunMachineTest {
   private static AgentRunMachine toolCallStarted(String toolName, String arguments) {
     AgentRunMachine answered = answeredWith(new ModelOutcome.ToolCall("call_1", toolName, arguments));
     assertEquals(Next.TOOL, answered.moveUntilWaiting(APPROVAL_TIMEOUT_SECONDS, MAX_MODEL_ATTEMPTS));
-    answered.startToolCall();
+    answered.startToolCalls(8, true);
     return new AgentRunMachine(answered.toRun("instance-a", NOW.plusSeconds(30)), NOW.plusSeconds(3));
   }
 

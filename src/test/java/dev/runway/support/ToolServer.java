@@ -16,6 +16,8 @@ import java.util.Deque;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 
 /**
@@ -57,6 +59,7 @@ public final class ToolServer implements AutoCloseable {
   private final AtomicInteger inFlight = new AtomicInteger();
   private final AtomicInteger peak = new AtomicInteger();
   private final Map<String, Deque<Reply>> scripts = new HashMap<>();
+  private final Map<String, CountDownLatch> gates = new HashMap<>();
 
   private ToolServer() {
     this.http = LoopbackHttp.serve("tool-server", this::handle); // last: the handler reads the fields above
@@ -78,6 +81,16 @@ public final class ToolServer implements AutoCloseable {
   /** Answers the next calls to {@code path} with these replies in order; the last one repeats. */
   public synchronized void script(String path, Reply... replies) {
     scripts.put(path, new ArrayDeque<>(List.of(replies)));
+  }
+
+  /**
+   * Holds the answers to calls of {@code path} (counted as in flight) until the latch returned is
+   * counted down, at most 30 s; then each is answered from its script (after its delay).
+   */
+  public synchronized CountDownLatch hold(String path) {
+    CountDownLatch gate = new CountDownLatch(1);
+    gates.put(path, gate);
+    return gate;
   }
 
   /** Every call so far, oldest first. */
@@ -117,9 +130,16 @@ public final class ToolServer implements AutoCloseable {
           reply = script.size() > 1 ? script.poll() : script.peek();
         }
       }
-      if (!reply.delay().isZero()) {
+      CountDownLatch gate;
+      synchronized (this) {
+        gate = gates.get(path);
+      }
+      if (!reply.delay().isZero() || gate != null) {
         peak.accumulateAndGet(inFlight.incrementAndGet(), Math::max);
         try {
+          if (gate != null) {
+            gate.await(30, TimeUnit.SECONDS);
+          }
           Thread.sleep(reply.delay().toMillis());
         } catch (InterruptedException e) {
           Thread.currentThread().interrupt();
