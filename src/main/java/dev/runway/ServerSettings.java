@@ -55,7 +55,8 @@ public record ServerSettings(
     java.util.Map<dev.runway.quota.Quota, Integer> quotas,
     int maxPageBytes,
     Duration heartbeat,
-    dev.runway.trigger.HookSettings hooks) {
+    dev.runway.trigger.HookSettings hooks,
+    dev.runway.mcp.McpSettings mcp) {
 
   public static ServerSettings from(Settings s) {
     String url = s.string("db.url");
@@ -113,7 +114,8 @@ public record ServerSettings(
         // At most a third of the lease: a lease outlives two missed beats.
         dev.runway.instance.Leases.beatFor(Duration.ofMillis(s.integer("instances.heartbeat_ms", 100, 600_000)),
             Duration.ofSeconds(s.integer("engine.lease_seconds", 1, 3600))),
-        dev.runway.trigger.HookSettings.from(s));
+        dev.runway.trigger.HookSettings.from(s),
+        dev.runway.mcp.McpSettings.from(s));
   }
 
   private static boolean isKey(String base64) {
