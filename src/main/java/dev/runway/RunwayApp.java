@@ -23,6 +23,9 @@ import dev.runway.http.RequestIds;
 import dev.runway.http.RequestLog;
 import dev.runway.http.Responses;
 import dev.runway.instance.InstanceRoutes;
+import dev.runway.mcp.McpRoutes;
+import dev.runway.mcp.McpServer;
+import dev.runway.mcp.RunWaits;
 import dev.runway.metrics.MetricsRoutes;
 import dev.runway.run.RunRoutes;
 import dev.runway.secret.SecretRoutes;
@@ -85,6 +88,10 @@ public final class RunwayApp {
     // Off (metrics.enabled=false, or services made without metrics): no /metrics, no request timed.
     boolean metricsOn = settings.metrics().enabled() && services.metrics().enabled();
     MetricsRoutes metrics = new MetricsRoutes(services.metrics(), settings.metrics());
+    RunWaits waits = new RunWaits(services.database().jdbi(), services.database().committer(), services.runs(),
+        settings.mcp());
+    McpRoutes mcp = new McpRoutes(new McpServer(services.starts(), waits, services.workflows(), services.agents(),
+        settings.mcp(), settings.maxPageBytes(), version()), bodies, inFlight, resumeOn(threads));
 
     return Javalin.create(config -> {
       config.startup.showJavalinBanner = false;
@@ -115,6 +122,7 @@ public final class RunwayApp {
       });
       // Open streams end as the server stops (their clients reconnect, elsewhere or later).
       config.events.serverStopping(streams::close);
+      config.events.serverStopping(waits::close); // waiting MCP calls answer with their runs as they stand
       config.jetty.modifyServletContextHandler(context -> context.setErrorHandler(new JettyErrors()));
       if (settings.requestLog()) {
         config.requestLogger.http(RequestLog::log);
@@ -179,6 +187,9 @@ public final class RunwayApp {
       // Inbound webhooks: no API key; the hook's id and the sender's signature are the credential.
       routes.post("/hooks/{hookId}", hooks::receive);
 
+      // MCP clients: tools/list needs runs:read, tools/call also runs:write (checked by the call).
+      routes.post("/mcp", mcp::post, Scope.RUNS_READ);
+
       routes.put("/v1/agents/{id}", agents::put, Scope.WORKFLOWS_WRITE);
       routes.get("/v1/agents/{id}", agents::get, Scope.RUNS_READ);
       routes.delete("/v1/agents/{id}", agents::archive, Scope.WORKFLOWS_WRITE);
@@ -235,6 +246,12 @@ public final class RunwayApp {
         routes.get("/console/workflows/{id}", runPages::workflow);
       }
     });
+  }
+
+  /** The jar's version (its manifest's), or "dev" when run from classes (tests, an IDE). */
+  private static String version() {
+    String version = RunwayApp.class.getPackage().getImplementationVersion();
+    return version == null ? "dev" : version;
   }
 
   /**

@@ -56,7 +56,8 @@ public record ServerSettings(
     int maxPageBytes,
     Duration heartbeat,
     dev.runway.trigger.HookSettings hooks,
-    String publicUrl) {
+    String publicUrl,
+    dev.runway.mcp.McpSettings mcp) {
 
   public static ServerSettings from(Settings s) {
     String url = s.string("db.url");
@@ -115,7 +116,8 @@ public record ServerSettings(
         dev.runway.instance.Leases.beatFor(Duration.ofMillis(s.integer("instances.heartbeat_ms", 100, 600_000)),
             Duration.ofSeconds(s.integer("engine.lease_seconds", 1, 3600))),
         dev.runway.trigger.HookSettings.from(s),
-        publicUrl(s));
+        publicUrl(s),
+        dev.runway.mcp.McpSettings.from(s));
   }
 
   /** http.public_url: empty, or an http(s) URL with a host (a trailing slash is dropped). */

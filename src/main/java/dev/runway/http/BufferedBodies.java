@@ -89,9 +89,9 @@ public final class BufferedBodies extends Handler.Wrapper {
     return true;
   }
 
-  /** Paths of the API, where every body needs a valid key. */
+  /** Paths of the API (and the MCP endpoint), where every body needs a valid key. */
   private static boolean isApi(String path) {
-    return path.equals("/v1") || path.startsWith("/v1/");
+    return path.equals("/v1") || path.startsWith("/v1/") || path.equals("/mcp");
   }
 
   /** How much of a too-large body is read and dropped before its 413; past it the connection is closed at once. */

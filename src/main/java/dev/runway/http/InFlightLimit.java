@@ -61,7 +61,7 @@ public final class InFlightLimit {
       throw unavailable("the server is at its limit of " + max + " requests in flight; retry shortly");
     }
     ctx.attribute(ADMITTED, Boolean.TRUE);
-    if (!ctx.path().startsWith("/v1/")) {
+    if (!ctx.path().startsWith("/v1/") && !ctx.path().equals("/mcp")) {
       enterForAddress(ctx, ClientAddress.of(ctx));
     }
   }

@@ -32,6 +32,11 @@ public final class RequestBodies {
     return parseObject(read(ctx, true), countedArray, maxElements, tooMany);
   }
 
+  /** The body's bytes, unparsed (for a protocol with errors of its own: JSON-RPC's parse error). */
+  public byte[] requiredBytes(Context ctx) {
+    return read(ctx, true);
+  }
+
   /** The body as a JSON object, or an empty object when there is no body. */
   public ObjectNode optionalObject(Context ctx) {
     return parseOptionalObject(read(ctx, false));

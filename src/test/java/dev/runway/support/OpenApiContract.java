@@ -99,9 +99,10 @@ public final class OpenApiContract {
     return operations;
   }
 
-  /** Whether the path is the API's (what the document covers): /v1/..., /healthz, /readyz. */
+  /** Whether the path is the API's (what the document covers): /v1/..., /healthz, /readyz, /mcp. */
   public static boolean isApiPath(String path) {
-    return path.startsWith("/v1/") || path.equals("/v1") || path.equals("/healthz") || path.equals("/readyz");
+    return path.startsWith("/v1/") || path.equals("/v1") || path.equals("/healthz") || path.equals("/readyz")
+        || path.equals("/mcp");
   }
 
   /**
