@@ -75,7 +75,7 @@ class AgentRestartIT {
         server.start();
 
         for (String id : runs) {
-          JsonNode run = awaitTerminal(server, api, id);
+          JsonNode run = server.awaitEnded(api, id);
           assertEquals("succeeded", run.get("status").asText(), run::toString);
           assertEquals("done", run.get("output").asText());
           JsonNode messages = Json.tree(api.get("/v1/runs/" + id + "/messages").body());
@@ -94,19 +94,5 @@ class AgentRestartIT {
         server.stop();
       }
     }
-  }
-
-  private static JsonNode awaitTerminal(RunwayProcess server, Http api, String runId) throws InterruptedException {
-    long deadline = System.nanoTime() + Duration.ofSeconds(40).toNanos();
-    JsonNode run = null;
-    while (System.nanoTime() < deadline) {
-      run = Json.tree(api.get("/v1/runs/" + runId).body());
-      String status = run.get("status").asText();
-      if (!status.equals("running") && !status.equals("awaiting_approval")) {
-        return run;
-      }
-      Thread.sleep(100);
-    }
-    throw new AssertionError("run never finished: " + run + "\n" + server.log());
   }
 }

@@ -82,7 +82,7 @@ class ParallelToolCallsKillNineIT {
 
         Map<String, Integer> expected = new TreeMap<>();
         for (String id : runs) {
-          JsonNode run = awaitTerminal(server, api, id);
+          JsonNode run = server.awaitEnded(api, id);
           assertEquals("succeeded", run.get("status").asText(), run::toString);
           assertEquals(3, run.get("usage").get("tool_calls").asInt(), run::toString);
           JsonNode messages = Json.tree(api.get("/v1/runs/" + id + "/messages").body());
@@ -109,19 +109,5 @@ class ParallelToolCallsKillNineIT {
       n += e.get("type").asText().equals("tool_call.finished") ? 1 : 0;
     }
     return n;
-  }
-
-  private static JsonNode awaitTerminal(RunwayProcess server, Http api, String runId) throws InterruptedException {
-    long deadline = System.nanoTime() + Duration.ofSeconds(40).toNanos();
-    JsonNode run = null;
-    while (System.nanoTime() < deadline) {
-      run = Json.tree(api.get("/v1/runs/" + runId).body());
-      String status = run.get("status").asText();
-      if (!status.equals("running") && !status.equals("awaiting_approval")) {
-        return run;
-      }
-      Thread.sleep(100);
-    }
-    throw new AssertionError("run never finished: " + run + "\n" + server.log());
   }
 }

@@ -107,6 +107,21 @@ final class RunwayProcess {
     return key;
   }
 
+  /** The run once it is neither running nor awaiting approval (within 40 s; else fails with the server's log). */
+  com.fasterxml.jackson.databind.JsonNode awaitEnded(Http api, String runId) throws InterruptedException {
+    long deadline = System.nanoTime() + Duration.ofSeconds(40).toNanos();
+    com.fasterxml.jackson.databind.JsonNode run = null;
+    while (System.nanoTime() < deadline) {
+      run = dev.runway.core.Json.tree(api.get("/v1/runs/" + runId).body());
+      String status = run.get("status").asText();
+      if (!status.equals("running") && !status.equals("awaiting_approval")) {
+        return run;
+      }
+      Thread.sleep(100);
+    }
+    throw new AssertionError("run never finished: " + run + "\n" + log());
+  }
+
   /** A client of the server's API with this key, with connections of its own (none kept from a server killed before). */
   Http http(String key) {
     return Http.at(base(), key);
