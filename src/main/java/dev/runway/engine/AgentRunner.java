@@ -152,7 +152,14 @@ final class AgentRunner extends CallingRunner<AgentRunMachine> {
       // Room for the answer grows as it arrives, past what the reservation holds already.
       long withoutAnswer = weight(calling) - MODEL_ANSWER_ROOM;
       IntPredicate mayKeep = bytes -> bytes <= MODEL_ANSWER_ROOM || room.resize(withoutAnswer + bytes);
-      return model.complete(request, timeout, mayKeep)
+      if (!before.streams()) {
+        return model.complete(request, timeout, mayKeep, null)
+            .thenComposeAsync(outcome -> settle(calling, room, hold, m -> answered(m, outcome)), executor);
+      }
+      // The answer is saved after its pieces: a stream's reader sees every delta before the message.
+      MessageDeltas deltas = new MessageDeltas(committer, before);
+      return model.complete(request, timeout, mayKeep, deltas::add)
+          .thenCompose(outcome -> deltas.flushed().thenApply(v -> outcome))
           .thenComposeAsync(outcome -> settle(calling, room, hold, m -> answered(m, outcome)), executor);
     }
     Turn turn = new Turn(calling, room, hold);

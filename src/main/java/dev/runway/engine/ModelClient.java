@@ -1,6 +1,7 @@
 package dev.runway.engine;
 
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.runway.agent.ChatStream;
 import dev.runway.agent.ModelOutcome;
 import dev.runway.core.Json;
 import dev.runway.outbound.OutboundHttp;
@@ -9,6 +10,7 @@ import java.time.Duration;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
+import java.util.function.Consumer;
 import java.util.function.IntPredicate;
 
 /**
@@ -18,9 +20,12 @@ import java.util.function.IntPredicate;
 public interface ModelClient extends AutoCloseable {
   /**
    * {@code mayKeep} is asked before the answer grows to a size in bytes (see OutboundHttp.Call): a
-   * model's answer takes memory as it arrives.
+   * model's answer takes memory as it arrives. With {@code onDelta} the model is asked to stream its
+   * answer ({@code "stream": true}), and each piece of its text goes to {@code onDelta} as it comes
+   * (on the client's threads, in order); the outcome is the same as without.
    */
-  CompletableFuture<ModelOutcome> complete(ObjectNode request, Duration timeout, IntPredicate mayKeep);
+  CompletableFuture<ModelOutcome> complete(ObjectNode request, Duration timeout, IntPredicate mayKeep,
+      Consumer<String> onDelta);
 
   @Override
   void close();
@@ -49,17 +54,34 @@ public interface ModelClient extends AutoCloseable {
     }
 
     @Override
-    public CompletableFuture<ModelOutcome> complete(ObjectNode request, Duration timeout, IntPredicate mayKeep) {
+    public CompletableFuture<ModelOutcome> complete(ObjectNode request, Duration timeout, IntPredicate mayKeep,
+        Consumer<String> onDelta) {
       Map<String, String> headers = new LinkedHashMap<>();
       headers.put("Content-Type", "application/json");
       if (!settings.apiKey().isEmpty()) {
         headers.put("Authorization", "Bearer " + settings.apiKey());
       }
+      ChatStream stream = null;
+      if (onDelta != null) {
+        // include_usage: the last chunk reports the tokens, as a whole answer does.
+        request.put("stream", true).putObject("stream_options").put("include_usage", true);
+        stream = new ChatStream(onDelta, settings.maxResponseBytes(), mayKeep);
+      }
+      ChatStream streamed = stream;
       OutboundHttp.Call call = new OutboundHttp.Call("POST", uri, headers, Json.bytes(request), timeout,
-          settings.maxResponseBytes(), mayKeep);
+          settings.maxResponseBytes(), mayKeep, stream == null ? null : stream::take);
       return http.send(call).handle((answer, failure) -> {
+        if (failure == null && streamed != null && streamed.read()) {
+          return streamed.outcome();
+        }
         if (failure == null) {
-          return ModelOutcome.read(answer.status(), answer.body(), answer.cut(), answer.retryAfter());
+          ModelOutcome outcome = ModelOutcome.read(answer.status(), answer.body(), answer.cut(), answer.retryAfter());
+          if (onDelta != null && outcome instanceof ModelOutcome.Answer whole && whole.content() != null
+              && !whole.content().isEmpty()) {
+            // A server that answered the whole answer at once, streaming asked or not: its text is one piece.
+            onDelta.accept(whole.content());
+          }
+          return outcome;
         }
         Throwable cause = failure.getCause() != null && !(failure instanceof OutboundHttp.NoAnswer)
             ? failure.getCause() : failure;

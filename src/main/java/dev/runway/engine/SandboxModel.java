@@ -26,9 +26,16 @@ import java.util.concurrent.CompletableFuture;
 public final class SandboxModel implements ModelClient {
   @Override
   public CompletableFuture<ModelOutcome> complete(ObjectNode request, Duration timeout,
-      java.util.function.IntPredicate mayKeep) {
+      java.util.function.IntPredicate mayKeep, java.util.function.Consumer<String> onDelta) {
     ObjectNode answer = answer(request);
-    return CompletableFuture.completedFuture(ModelOutcome.read(200, Json.bytes(answer), false, null));
+    ModelOutcome outcome = ModelOutcome.read(200, Json.bytes(answer), false, null);
+    if (onDelta != null && outcome instanceof ModelOutcome.Answer a && a.content() != null) {
+      // Streamed word by word, as a model streams its tokens.
+      for (String piece : a.content().split("(?<= )")) {
+        onDelta.accept(piece);
+      }
+    }
+    return CompletableFuture.completedFuture(outcome);
   }
 
   static ObjectNode answer(ObjectNode request) {

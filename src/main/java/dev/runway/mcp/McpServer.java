@@ -176,7 +176,7 @@ public final class McpServer {
     try {
       if (target.agent()) {
         started = starts.startAgent(caller, new RunStarts.AgentStartRequest(target.id(), project,
-            agentInput(args), null, idempotencyKey));
+            agentInput(args), null, false, idempotencyKey));
       } else {
         started = starts.start(caller, new RunStarts.StartRequest(target.id(), project, args, idempotencyKey));
       }

@@ -41,13 +41,24 @@ public final class OutboundHttp implements AutoCloseable {
    * One call: what to send where, how long to wait for the whole answer, and how much of it to keep.
    * {@code mayKeep}, when set, is asked before the answer grows to a size (in bytes): false stops
    * reading it, and the call fails (NO_ROOM), so that memory is taken as answers arrive, not
-   * reserved for the largest one.
+   * reserved for the largest one. {@code stream}, when set, takes a successful answer of type
+   * text/event-stream as it arrives, instead of its body gathering (the answer's body is then empty).
    */
   public record Call(String method, URI uri, Map<String, String> headers, byte[] body, Duration timeout,
-      int maxAnswerBytes, IntPredicate mayKeep) {
+      int maxAnswerBytes, IntPredicate mayKeep, Stream stream) {
     public Call(String method, URI uri, Map<String, String> headers, byte[] body, Duration timeout, int maxAnswerBytes) {
-      this(method, uri, headers, body, timeout, maxAnswerBytes, null);
+      this(method, uri, headers, body, timeout, maxAnswerBytes, null, null);
     }
+
+    public Call(String method, URI uri, Map<String, String> headers, byte[] body, Duration timeout, int maxAnswerBytes,
+        IntPredicate mayKeep) {
+      this(method, uri, headers, body, timeout, maxAnswerBytes, mayKeep, null);
+    }
+  }
+
+  /** Takes a streamed answer's bytes as they arrive; false stops reading it (the answer is then {@code cut}). */
+  public interface Stream {
+    boolean take(ByteBuffer bytes);
   }
 
   /** An answer: its status, its body (at most maxAnswerBytes; {@code cut} when there was more), Retry-After. */
@@ -150,6 +161,8 @@ public final class OutboundHttp implements AutoCloseable {
     private final CompletableFuture<Answer> done;
     private final ByteArrayOutputStream body = new ByteArrayOutputStream();
     private boolean cut;
+    /** Whether the answer goes to the call's stream (decided at its first bytes); null: not decided yet. */
+    private Boolean streamed;
 
     Collector(Call call, CompletableFuture<Answer> done) {
       this.call = call;
@@ -159,6 +172,19 @@ public final class OutboundHttp implements AutoCloseable {
     @Override
     public void onContent(Response response, ByteBuffer content) {
       if (cut) {
+        return;
+      }
+      if (streamed == null) {
+        String type = response.getHeaders().get(HttpHeader.CONTENT_TYPE);
+        streamed = call.stream() != null && response.getStatus() / 100 == 2 && type != null
+            && type.toLowerCase(java.util.Locale.ROOT).startsWith("text/event-stream");
+      }
+      if (streamed) {
+        // Bounded in time by the call's timeout; the stream bounds what it keeps of the answer.
+        if (!call.stream().take(content)) {
+          cut = true;
+          response.abort(new AnswerCut());
+        }
         return;
       }
       int room = call.maxAnswerBytes() - body.size();

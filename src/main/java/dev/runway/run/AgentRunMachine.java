@@ -35,7 +35,8 @@ import java.util.stream.Collectors;
  * approval), approved, calling, answered (its outcome and {@code result} kept until the calls before
  * it have theirs) or done (its result in the transcript)), and
  * {@code output_sent_back} (the turn whose answer did not match output_schema and was sent back;
- * absent until one did).
+ * absent until one did), and {@code stream} (true: the model streams its answers, each piece an
+ * event; absent: it does not).
  */
 public final class AgentRunMachine extends RunMachine {
   /** Bad tool calls in a row that end the run (invalid_tool_calls). */
@@ -85,6 +86,15 @@ public final class AgentRunMachine extends RunMachine {
     ObjectNode d = Json.MAPPER.createObjectNode().put("model", model);
     d.set("agent", agent.toJson());
     return Json.string(d);
+  }
+
+  /** The progress of a new run that must end by {@code deadline}, its model asked to stream or not. */
+  public static String initialProgress(Instant deadline, boolean stream) {
+    if (!stream) {
+      return initialProgress(deadline);
+    }
+    ObjectNode s = (ObjectNode) Json.tree(initialProgress(deadline));
+    return Json.string(s.put("stream", true));
   }
 
   /** The progress of a new run that must end by {@code deadline}. */
@@ -296,6 +306,22 @@ public final class AgentRunMachine extends RunMachine {
 
   public int modelAttempt() {
     return state.get("model_attempt").asInt();
+  }
+
+  /** Whether the model is asked to stream its answers ({@code "stream": true} at the start). */
+  public boolean streams() {
+    return state.path("stream").asBoolean(false);
+  }
+
+  /**
+   * The {@code run.message.delta} event of a piece of the answer of the model call in progress: its
+   * turn and attempt (a retried call streams its answer again, from the start, under the next
+   * attempt), and the piece's place among the call's pieces, from 0. Stored apart from the run's
+   * saves, as the pieces arrive (see AgentRunner).
+   */
+  public Event messageDelta(int index, String text, Instant at) {
+    return event(base, "run.message.delta", ENGINE, null, modelAttempt(),
+        data("turn", state.get("turns").asInt() + 1, "index", index, "delta", text), at);
   }
 
   /**

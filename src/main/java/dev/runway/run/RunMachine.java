@@ -368,7 +368,7 @@ public abstract class RunMachine {
     return data;
   }
 
-  private static Event event(Run run, String type, String actor, Integer step, Integer attempt, Map<String, ?> data,
+  static Event event(Run run, String type, String actor, Integer step, Integer attempt, Map<String, ?> data,
       Instant at) {
     return new Event(null, Ids.newId("evt", at.toEpochMilli()), run.workspaceId(), run.id(), run.workflowId(),
         run.agentId(), run.project(), type, actor, step, attempt, Json.string(data), at);

@@ -26,7 +26,7 @@ import java.util.concurrent.Executor;
 /** HTTP handlers for starting, reading and listing runs. */
 public final class RunRoutes {
   private static final Set<String> START_FIELDS = Set.of("project", "inputs");
-  private static final Set<String> AGENT_START_FIELDS = Set.of("project", "input", "model");
+  private static final Set<String> AGENT_START_FIELDS = Set.of("project", "input", "model", "stream");
   private static final Set<String> MESSAGE_PARAMS = Set.of("limit", "starting_after");
   private static final Set<String> DECISION_FIELDS = Set.of("comment", "tool_call_ids");
   private static final Set<String> LIST_PARAMS =
@@ -128,7 +128,7 @@ public final class RunRoutes {
     String idempotencyKey = idempotencyKey(ctx);
     AgentStartBody body = agentStartBody(bodies.requiredObject(ctx));
     respond(ctx, starts.startAgent(AuthHandler.principal(ctx), new RunStarts.AgentStartRequest(agentId, body.project(),
-        body.input(), body.model(), idempotencyKey)));
+        body.input(), body.model(), body.stream(), idempotencyKey)));
   }
 
   private void respond(Context ctx, CompletableFuture<RunStarts.Started> started) {
@@ -186,7 +186,7 @@ public final class RunRoutes {
   }
 
   /** The fields of an agent run's start body. */
-  public record AgentStartBody(String project, JsonNode input, String model) {}
+  public record AgentStartBody(String project, JsonNode input, String model, boolean stream) {}
 
   /** Checks an agent run's start body: {project, input (text or an object), model?}. */
   public static AgentStartBody agentStartBody(ObjectNode body) {
@@ -200,7 +200,7 @@ public final class RunRoutes {
     if (model != null && model.isBlank()) {
       throw DomainException.invalid("model", "model must not be blank: leave it out to use the agent's");
     }
-    return new AgentStartBody(project, input, model);
+    return new AgentStartBody(project, input, model, fields.optionalBoolean("stream", false));
   }
 
   /** The comment of an approve or reject body: {comment?}, at most 1000 characters; null when absent. */

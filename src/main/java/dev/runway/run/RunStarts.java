@@ -77,8 +77,11 @@ public final class RunStarts {
   /** A start request after validation at the edge. */
   public record StartRequest(String workflowId, String project, ObjectNode inputs, String idempotencyKey) {}
 
-  /** An agent run's start request after validation at the edge: {@code input} is text or an object; {@code model} may be null. */
-  public record AgentStartRequest(String agentId, String project, JsonNode input, String model,
+  /**
+   * An agent run's start request after validation at the edge: {@code input} is text or an object;
+   * {@code model} may be null; {@code stream}: the model streams its answers (run.message.delta events).
+   */
+  public record AgentStartRequest(String agentId, String project, JsonNode input, String model, boolean stream,
       String idempotencyKey) {}
 
   /** The response to send: status and JSON body, and whether it is a replay of a stored one. */
@@ -436,7 +439,7 @@ public final class RunStarts {
     Run run = Run.newAgentRun(Ids.newId("run", now.toEpochMilli()), caller.workspaceId(), agent.id(),
         request.project(), definition.requiresApproval(), Json.string(request.input()), now,
         AgentRunMachine.definitionJson(definition, request.model() != null ? request.model() : definition.model()),
-        AgentRunMachine.initialProgress(now.plusSeconds(definition.limits().timeoutSeconds())));
+        AgentRunMachine.initialProgress(now.plusSeconds(definition.limits().timeoutSeconds()), request.stream()));
     List<Event> events = new ArrayList<>();
     events.add(RunMachine.started(run, caller.keyId()));
     AgentRunMachine machine = machines.agent(run, now);
@@ -513,7 +516,8 @@ public final class RunStarts {
 
   private static String requestHash(AgentStartRequest request) {
     String canonical = "POST /v1/agents/" + request.agentId() + "/runs\n" + request.project() + "\n"
-        + Json.canonical(request.input()) + "\n" + (request.model() == null ? "" : request.model());
+        + Json.canonical(request.input()) + "\n" + (request.model() == null ? "" : request.model())
+        + (request.stream() ? "\nstream" : "");
     return Sha256.hex(canonical);
   }
 }

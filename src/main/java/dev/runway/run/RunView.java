@@ -89,7 +89,8 @@ public sealed interface RunView permits RunView.WorkflowRun, RunView.AgentRun {
 
   /**
    * An agent run: its input, its output (the last assistant text, null until there is one), what it
-   * used, the model it asks for and the endpoint that served it (null until the first model call).
+   * used, the model it asks for and the endpoint that served it (null until the first model call),
+   * and whether the model streams its answers.
    */
   @JsonPropertyOrder({"id", "kind", "agent", "workflow", "status", "requires_approval", "created_at"})
   record AgentRun(
@@ -107,6 +108,7 @@ public sealed interface RunView permits RunView.WorkflowRun, RunView.AgentRun {
       JsonNode usage,
       String model,
       String modelEndpoint,
+      boolean stream,
       Instant updatedAt,
       Instant finishedAt,
       @JsonRawValue String approval,
@@ -120,7 +122,8 @@ public sealed interface RunView permits RunView.WorkflowRun, RunView.AgentRun {
       String model = AgentRunMachine.SANDBOX.equals(endpoint) ? AgentRunMachine.SANDBOX : definition.path("model").asText();
       return new AgentRun(run.id(), Run.AGENT, run.agentId(), null, run.status(), run.requiresApproval(),
           run.createdAt(), run.parentRunId(), run.project(), run.inputs(), progress.path("output"), progress.path("usage"),
-          model, endpoint, run.updatedAt(), run.finishedAt(), run.approval(), run.error());
+          model, endpoint, progress.path("stream").asBoolean(false), run.updatedAt(), run.finishedAt(), run.approval(),
+          run.error());
     }
   }
 }

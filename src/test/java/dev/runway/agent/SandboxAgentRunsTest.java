@@ -30,7 +30,7 @@ class SandboxAgentRunsTest {
         assertEquals(200, started.status(), started::toString);
         JsonNode run = started.json();
         assertEquals(List.of("id", "kind", "agent", "workflow", "status", "requires_approval", "created_at", "parent_run_id", "project",
-            "input", "output", "usage", "model", "model_endpoint", "updated_at", "finished_at", "approval", "error"),
+            "input", "output", "usage", "model", "model_endpoint", "stream", "updated_at", "finished_at", "approval", "error"),
             fieldNames(run));
         assertEquals("agent", run.get("kind").asText());
         assertEquals("clock", run.get("agent").asText());

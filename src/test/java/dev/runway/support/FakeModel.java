@@ -86,6 +86,10 @@ public final class FakeModel implements AutoCloseable {
     private final String rawBody;
     private final Map<String, String> headers;
     private final Duration delay;
+    /** Streamed: the time between two chunks. */
+    private Duration chunkGap = Duration.ZERO;
+    /** Streamed: the chunks sent before the stream breaks off (no finish_reason, no [DONE]); -1: all. */
+    private int breakAfter = -1;
 
     private Reply(Kind kind, int status, String content, List<ToolCall> toolCalls, String finishReason,
         int promptTokens, int completionTokens, String rawBody, Map<String, String> headers, Duration delay) {
@@ -145,19 +149,43 @@ public final class FakeModel implements AutoCloseable {
 
     /** The same reply reporting this usage (total = prompt + completion). Only for completions. */
     public Reply usage(int prompt, int completion) {
-      return new Reply(kind, status, content, toolCalls, finishReason, prompt, completion, rawBody, headers, delay);
+      return new Reply(kind, status, content, toolCalls, finishReason, prompt, completion, rawBody, headers, delay)
+          .streamedAs(this);
     }
 
     /** The same completion with another finish_reason (e.g. "length", "content_filter"). */
     public Reply finishReason(String reason) {
       return new Reply(kind, status, content, toolCalls, reason, promptTokens, completionTokens, rawBody, headers,
-          delay);
+          delay).streamedAs(this);
+    }
+
+    /** A copy of this reply with the stream settings of {@code from}. */
+    private Reply streamedAs(Reply from) {
+      chunkGap = from.chunkGap;
+      breakAfter = from.breakAfter;
+      return this;
+    }
+
+    /** Streamed (the request asks "stream": true), its chunks sent {@code gap} apart. */
+    public Reply chunkGap(Duration gap) {
+      Reply r = new Reply(kind, status, content, toolCalls, finishReason, promptTokens, completionTokens, rawBody,
+          headers, delay).streamedAs(this);
+      r.chunkGap = gap;
+      return r;
+    }
+
+    /** Streamed, the stream ends after {@code chunks} of its content chunks: no finish_reason, no usage, no [DONE]. */
+    public Reply breakAfter(int chunks) {
+      Reply r = new Reply(kind, status, content, toolCalls, finishReason, promptTokens, completionTokens, rawBody,
+          headers, delay).streamedAs(this);
+      r.breakAfter = chunks;
+      return r;
     }
 
     /** The same reply, sent only after sleeping {@code wait}. */
     public Reply after(Duration wait) {
       return new Reply(kind, status, content, toolCalls, finishReason, promptTokens, completionTokens, rawBody,
-          headers, wait);
+          headers, wait).streamedAs(this);
     }
 
     /** The same reply with a response header added (or replaced). */
@@ -165,7 +193,7 @@ public final class FakeModel implements AutoCloseable {
       Map<String, String> more = new LinkedHashMap<>(headers);
       more.put(name, value);
       return new Reply(kind, status, content, toolCalls, finishReason, promptTokens, completionTokens, rawBody,
-          Collections.unmodifiableMap(more), delay);
+          Collections.unmodifiableMap(more), delay).streamedAs(this);
     }
 
     /** The same reply with a {@code Retry-After} header. */
@@ -230,6 +258,77 @@ public final class FakeModel implements AutoCloseable {
       return Json.string(root);
     }
 
+    /**
+     * The answer as the chunks a streamed answer sends (each a data line's JSON), as api.openai.com
+     * sends them: the role first, the text a word a chunk, each tool call's name and then its
+     * arguments in two pieces, finish_reason in a chunk of its own, and with stream_options.include_usage
+     * a last chunk with no choices and the usage (every other chunk has "usage": null).
+     */
+    List<String> chunks(JsonNode request, int number) {
+      boolean usage = request.path("stream_options").path("include_usage").asBoolean(false);
+      List<ObjectNode> deltas = new ArrayList<>();
+      ObjectNode first = Json.MAPPER.createObjectNode().put("role", "assistant");
+      first.put("content", content == null ? null : "");
+      first.putNull("refusal");
+      deltas.add(first);
+      if (content != null) {
+        for (String word : content.split("(?<= )")) {
+          deltas.add(Json.MAPPER.createObjectNode().put("content", word));
+        }
+      }
+      for (int i = 0; i < toolCalls.size(); i++) {
+        ToolCall call = toolCalls.get(i);
+        ObjectNode named = Json.MAPPER.createObjectNode();
+        ObjectNode c = named.putArray("tool_calls").addObject().put("index", i).put("id", call.id()).put("type", "function");
+        c.putObject("function").put("name", call.name()).put("arguments", "");
+        deltas.add(named);
+        int half = call.arguments().length() / 2;
+        for (String piece : List.of(call.arguments().substring(0, half), call.arguments().substring(half))) {
+          ObjectNode more = Json.MAPPER.createObjectNode();
+          more.putArray("tool_calls").addObject().put("index", i).putObject("function").put("arguments", piece);
+          deltas.add(more);
+        }
+      }
+      List<String> chunks = new ArrayList<>();
+      for (ObjectNode delta : deltas) {
+        chunks.add(chunk(request, number, delta, null, usage));
+      }
+      if (breakAfter >= 0) {
+        return chunks.subList(0, Math.min(chunks.size(), breakAfter));
+      }
+      chunks.add(chunk(request, number, Json.MAPPER.createObjectNode(), finishReason, usage));
+      if (usage) {
+        ObjectNode last = (ObjectNode) Json.tree(chunk(request, number, null, null, false));
+        last.putArray("choices");
+        last.putObject("usage").put("prompt_tokens", promptTokens).put("completion_tokens", completionTokens)
+            .put("total_tokens", promptTokens + completionTokens);
+        chunks.add(Json.string(last));
+      }
+      chunks.add("[DONE]");
+      return chunks;
+    }
+
+    private static String chunk(JsonNode request, int number, ObjectNode delta, String finishReason, boolean usage) {
+      ObjectNode root = Json.MAPPER.createObjectNode();
+      root.put("id", "chatcmpl-" + number);
+      root.put("object", "chat.completion.chunk");
+      root.put("created", Instant.now().getEpochSecond());
+      JsonNode model = request.path("model");
+      root.put("model", model.isTextual() ? model.textValue() : "gpt-4o-mini");
+      root.put("service_tier", "default");
+      root.putNull("system_fingerprint");
+      if (delta != null) {
+        ObjectNode choice = root.putArray("choices").addObject().put("index", 0);
+        choice.set("delta", delta);
+        choice.putNull("logprobs");
+        choice.put("finish_reason", finishReason);
+      }
+      if (usage) {
+        root.putNull("usage");
+      }
+      return Json.string(root);
+    }
+
     static String error(String message, String type, String code) {
       ObjectNode root = Json.MAPPER.createObjectNode();
       ObjectNode error = root.putObject("error");
@@ -246,6 +345,7 @@ public final class FakeModel implements AutoCloseable {
   private final Deque<Reply> queue = new ArrayDeque<>();
   private final AtomicInteger inFlight = new AtomicInteger();
   private final AtomicInteger peak = new AtomicInteger();
+  private final List<SentChunk> chunksSent = new ArrayList<>();
   private Reply last;
   private Function<JsonNode, Reply> responder;
 
@@ -352,7 +452,11 @@ public final class FakeModel implements AutoCloseable {
             return; // the fake is closing
           }
         }
-        send(exchange, reply.header("x-request-id", "req_" + number), reply.body(body, number));
+        if (body.path("stream").asBoolean(false) && reply.kind == Reply.Kind.COMPLETION && reply.status() == 200) {
+          stream(exchange, reply.header("x-request-id", "req_" + number), reply.chunks(body, number));
+        } else {
+          send(exchange, reply.header("x-request-id", "req_" + number), reply.body(body, number));
+        }
       } finally {
         inFlight.decrementAndGet();
       }
@@ -373,6 +477,38 @@ public final class FakeModel implements AutoCloseable {
         os.write(out);
       }
     }
+  }
+
+  /** A streamed answer: Server-Sent Events, one data line a chunk, each written and flushed as it goes. */
+  private void stream(HttpExchange exchange, Reply reply, List<String> chunks) throws IOException {
+    exchange.getResponseHeaders().set("Content-Type", "text/event-stream; charset=utf-8");
+    reply.headers.forEach((name, value) -> exchange.getResponseHeaders().set(name, value));
+    exchange.sendResponseHeaders(200, 0);
+    try (OutputStream os = exchange.getResponseBody()) {
+      for (int i = 0; i < chunks.size(); i++) {
+        if (i > 0 && !reply.chunkGap.isZero()) {
+          try {
+            Thread.sleep(reply.chunkGap.toMillis());
+          } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return;
+          }
+        }
+        os.write(("data: " + chunks.get(i) + "\n\n").getBytes(StandardCharsets.UTF_8));
+        os.flush();
+        synchronized (this) {
+          chunksSent.add(new SentChunk(chunks.get(i), Instant.now()));
+        }
+      }
+    }
+  }
+
+  /** One chunk of a streamed answer, and when it was written. */
+  public record SentChunk(String data, Instant at) {}
+
+  /** Every chunk of a streamed answer sent so far, in order. */
+  public synchronized List<SentChunk> chunksSent() {
+    return List.copyOf(chunksSent);
   }
 
   private static JsonNode parse(byte[] bytes) {
