@@ -16,6 +16,7 @@ import dev.runway.support.FakeModel.ToolCall;
 import dev.runway.support.Http;
 import dev.runway.support.SseClient;
 import dev.runway.support.ToolServer;
+import dev.runway.support.WebhookReceiver;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -165,6 +166,28 @@ class StreamingRunsTest {
         JsonNode messages = http.get("/v1/runs/" + id + "/messages").json().get("data");
         assertEquals(2, messages.size(), messages::toString);
         assertEquals(ANSWER, messages.get(1).get("content").asText());
+      });
+    }
+  }
+
+  @BothDatabases
+  void deltas_go_to_event_streams_but_not_to_webhook_endpoints(Api api) {
+    try (FakeModel model = FakeModel.start(); Engine engine = engine(api, model);
+        WebhookReceiver receiver = new WebhookReceiver()) {
+      model.script(Reply.text(ANSWER));
+      api.testWebhooks(s -> s, http -> {
+        Http.Reply endpoint = http.post("/v1/webhook_endpoints", "{\"url\": \"" + receiver.url("/all")
+            + "\", \"event_types\": [\"*\"]}");
+        assertEquals(201, endpoint.status(), endpoint::toString);
+        plainAgent(http);
+        Http.Reply started = http.post("/v1/agents/plain/runs", "{\"project\":\"demo\",\"input\":\"hi\",\"stream\":true}");
+        String id = started.json().get("id").asText();
+        awaitStatus(http, id, "succeeded");
+        List<WebhookReceiver.Delivery> got = receiver.await(WAIT, d -> d.stream()
+            .anyMatch(x -> x.type().equals("run.succeeded")), "run.succeeded delivered");
+        assertTrue(got.stream().anyMatch(d -> d.type().equals("model_call.finished")), got::toString);
+        assertTrue(got.stream().noneMatch(d -> d.type().equals("run.message.delta")), got::toString);
+        assertFalse(events(http, id, "run.message.delta").isEmpty());
       });
     }
   }
