@@ -27,7 +27,8 @@ public record AgentDefinition(String name, String description, String model, Str
       Set.of("name", "description", "model", "instructions", "tools", "requires_approval", "limits", "output_schema");
   private static final Set<String> TOOL_FIELDS =
       Set.of("name", "description", "parameters", "url", "headers", "timeout_ms", "requires_approval");
-  private static final Set<String> LIMIT_FIELDS = Set.of("max_turns", "max_tool_calls", "max_total_tokens", "timeout_s");
+  private static final Set<String> LIMIT_FIELDS = Set.of("max_turns", "max_tool_calls", "max_total_tokens", "timeout_s",
+      "max_parallel_tool_calls");
   /** What the Chat Completions API accepts as a function name. */
   private static final Pattern TOOL_NAME = Pattern.compile("[A-Za-z0-9_-]{1,64}");
   public static final int MAX_TOOLS = 64;
@@ -56,8 +57,17 @@ public record AgentDefinition(String name, String description, String model, Str
     }
   }
 
-  /** When a run stops: past any of these it fails, with the limit's error code. */
-  public record Limits(int maxTurns, int maxToolCalls, long maxTotalTokens, int timeoutSeconds) {}
+  /**
+   * When a run stops: past any of these it fails, with the limit's error code. {@code maxParallelToolCalls}
+   * lowers the server's agents.max_parallel_tool_calls for the agent's runs (null: the server's).
+   */
+  public record Limits(int maxTurns, int maxToolCalls, long maxTotalTokens, int timeoutSeconds,
+      Integer maxParallelToolCalls) {
+    /** The most tool calls of one answer made at once, given the server's cap. */
+    public int parallelToolCalls(int serverCap) {
+      return maxParallelToolCalls == null ? serverCap : Math.min(serverCap, maxParallelToolCalls);
+    }
+  }
 
   /** Reads a definition; a missing name defaults to the agent id. Refuses bad fields with a 400 naming them. */
   public static AgentDefinition parse(String agentId, ObjectNode body) {
@@ -156,7 +166,9 @@ public record AgentDefinition(String name, String description, String model, Str
         (int) f.optionalLong("max_turns", 10, 1, 100),
         (int) f.optionalLong("max_tool_calls", 20, 1, 1000),
         f.optionalLong("max_total_tokens", 50_000, 1, MAX_TOTAL_TOKENS),
-        (int) f.optionalLong("timeout_s", 600, 1, 86_400));
+        (int) f.optionalLong("timeout_s", 600, 1, 86_400),
+        limits != null && limits.has("max_parallel_tool_calls")
+            ? (int) f.optionalLong("max_parallel_tool_calls", 1, 1, 64) : null);
   }
 
   /** Each field that may refer to secrets (tools[i].url, tools[i].headers.NAME) and its text, in order. */
@@ -189,6 +201,9 @@ public record AgentDefinition(String name, String description, String model, Str
     out.put("requires_approval", requiresApproval);
     out.putObject("limits").put("max_turns", limits.maxTurns()).put("max_tool_calls", limits.maxToolCalls())
         .put("max_total_tokens", limits.maxTotalTokens()).put("timeout_s", limits.timeoutSeconds());
+    if (limits.maxParallelToolCalls() != null) {
+      out.with("limits").put("max_parallel_tool_calls", limits.maxParallelToolCalls());
+    }
     if (outputSchema != null) {
       out.set("output_schema", outputSchema);
     }

@@ -112,7 +112,7 @@ final class AgentRunner extends CallingRunner<AgentRunMachine> {
     if (next == AgentRunMachine.Next.MODEL) {
       m.startModelCall(modelSettings.baseUrl());
     } else {
-      m.startToolCalls(modelSettings.maxParallelToolCalls(), true);
+      m.startToolCalls(parallelCap(m), true);
     }
     return leased(m);
   }
@@ -249,7 +249,7 @@ final class AgentRunner extends CallingRunner<AgentRunMachine> {
           }
         });
       }
-      List<ObjectNode> more = stopping() ? List.of() : m.startToolCalls(modelSettings.maxParallelToolCalls(), false);
+      List<ObjectNode> more = stopping() ? List.of() : m.startToolCalls(parallelCap(m), false);
       Run next = leased(m);
       return save(next, m, hold, true).thenAccept(saved -> {
         synchronized (this) {
@@ -271,6 +271,11 @@ final class AgentRunner extends CallingRunner<AgentRunMachine> {
         done.complete(next);
       }
     }
+  }
+
+  /** The most tool calls of the run's answer made at once: the server's cap, lowered by the agent's limits. */
+  private int parallelCap(AgentRunMachine m) {
+    return m.definition().agent().limits().parallelToolCalls(modelSettings.maxParallelToolCalls());
   }
 
   private static Duration shorter(Duration a, Duration b) {

@@ -266,6 +266,37 @@ class ParallelToolCallsTest {
   }
 
   @BothDatabases
+  void an_agents_limits_lower_the_servers_cap_for_its_runs(Api api) throws Exception {
+    try (FakeModel model = FakeModel.start(); ToolServer tools = ToolServer.start();
+        Engine engine = engine(api, model, s -> s.with("agents.max_parallel_tool_calls", "8"))) {
+      tools.script("/slow", ToolServer.Reply.json(200, "{}").after(Duration.ofMillis(300)));
+      List<ToolCall> four = new ArrayList<>();
+      for (int i = 1; i <= 4; i++) {
+        four.add(ToolCall.of("c" + i, "slow", Map.of("n", i)));
+      }
+      model.script(Reply.toolCalls(four.toArray(ToolCall[]::new)), Reply.text("done"));
+      api.test(http -> {
+        Http.Reply put = http.put("/v1/agents/one-at-a-time", "{\"model\":\"test-model\",\"tools\":["
+            + tool("slow", tools.url("/slow"), false) + "],\"limits\":{\"max_parallel_tool_calls\":1}}");
+        assertEquals(201, put.status(), put::toString);
+        assertEquals(1, put.json().get("limits").get("max_parallel_tool_calls").asInt(), put::toString);
+        String id = start(http, "one-at-a-time");
+        awaitStatus(http, id, "succeeded");
+        assertEquals(4, tools.calls("/slow").size());
+        assertEquals(1, tools.peakConcurrency(), "one call at a time, as the agent's limits say");
+
+        assertProblem(http.put("/v1/agents/bad", "{\"model\":\"m\",\"limits\":{\"max_parallel_tool_calls\":0}}"),
+            400, "validation_failed", "limits.max_parallel_tool_calls");
+        assertProblem(http.put("/v1/agents/bad", "{\"model\":\"m\",\"limits\":{\"max_parallel_tool_calls\":\"2\"}}"),
+            400, "validation_failed", "limits.max_parallel_tool_calls");
+        // Without the field, the agent shows none: the server's cap applies.
+        Http.Reply plain = http.put("/v1/agents/plain", "{\"model\":\"m\"}");
+        assertFalse(plain.json().get("limits").has("max_parallel_tool_calls"), plain::toString);
+      });
+    }
+  }
+
+  @BothDatabases
   void a_restart_mid_turn_sends_again_only_the_calls_without_an_outcome(Api api) throws Exception {
     try (FakeModel model = FakeModel.start(); ToolServer tools = ToolServer.start()) {
       tools.script("/a", ToolServer.Reply.json(200, "{\"a\":1}"));
