@@ -7,6 +7,7 @@ import dev.runway.console.ConsoleGuard;
 import dev.runway.console.ConsoleRoutes;
 import dev.runway.console.PageRenderer;
 import dev.runway.console.RunPages;
+import dev.runway.console.UsagePage;
 import dev.runway.crm.CrmRoutes;
 import dev.runway.crm.CrmSettings;
 import dev.runway.events.EventRoutes;
@@ -82,6 +83,7 @@ public final class RunwayApp {
             .map(dev.runway.workflow.Workflow::id).toList());
     RunPages runPages = new RunPages(guard, pages, services.runs(), services.events(), services.workflows(),
         services.agents(), services.signals());
+    UsagePage usagePage = new UsagePage(guard, pages, services.agents().tokens());
     ApiReference reference = new ApiReference();
     RateLimits limits = settings.rateLimits();
     AuthHandler auth = new AuthHandler(services.keys(), limits, inFlight);
@@ -239,6 +241,7 @@ public final class RunwayApp {
         routes.post("/console/keys", console::createKey);
         routes.get("/console/keys/{id}/revoke", console::revokePage);
         routes.post("/console/keys/{id}/revoke", console::revoke);
+        routes.get("/console/usage", usagePage::show);
         routes.get("/console/runs", runPages::list);
         routes.get("/console/runs/{id}", runPages::show);
         routes.post("/console/runs/{id}/{action}", runPages::decide);

@@ -216,6 +216,15 @@ public final class Views {
    */
   public record Definitions(List<DefinitionRow> workflows, List<DefinitionRow> agents, boolean paged, String next) {}
 
+  /** One UTC day's agent tokens of the workspace, and the share of the daily quota they took (null: no quota). */
+  public record UsageDay(String day, long tokens, Integer percent) {}
+
+  /** One agent's tokens: today, the last 7 days and the last 14 (today included). */
+  public record AgentUsage(String agent, long today, long week, long fortnight) {}
+
+  /** The usage page: the daily quota (null: none), when today's count ends, the days newest first, the agents. */
+  public record Usage(Long perDay, String resetsAt, List<UsageDay> days, List<AgentUsage> agents) {}
+
   /**
    * One step of a workflow's definition: its index, id ("" without one), type, the rest of it as
    * JSON ("" when nothing else; a foreach's or a parallel's steps among it), and the workflow a

@@ -308,7 +308,7 @@ final class AgentRunner extends CallingRunner<AgentRunMachine> {
   /** The answer's tokens count even when the run changed meanwhile (canceled): the model used them. */
   @Override
   protected void saveAlso(Tx tx, AgentRunMachine m) {
-    TokenQuota.add(tx, m.workspaceId(), m.now(), m.newTokens());
+    TokenQuota.add(tx, m.workspaceId(), m.agentId(), m.now(), m.newTokens());
   }
 
   /** Exponential backoff with jitter from agents.model.retry_base_ms, at least what Retry-After asked. */

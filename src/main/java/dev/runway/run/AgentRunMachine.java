@@ -120,6 +120,10 @@ public final class AgentRunMachine extends RunMachine {
     return base.workspaceId();
   }
 
+  public String agentId() {
+    return base.agentId();
+  }
+
   /** The tokens of the answers recorded by this machine's moves (not yet in the workspace's usage). */
   public long newTokens() {
     return newTokens;

@@ -8,7 +8,10 @@ import java.time.Duration;
 import java.time.Instant;
 import java.time.LocalDate;
 import java.time.ZoneOffset;
+import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 import org.jdbi.v3.core.Jdbi;
 
@@ -59,10 +62,32 @@ public final class TokenQuota {
   }
 
   /** Counts {@code tokens} the model reported at {@code at}, within the commit that stores its answer. */
-  public static void add(Tx tx, String workspaceId, Instant at, long tokens) {
+  public static void add(Tx tx, String workspaceId, String agentId, Instant at, long tokens) {
     if (tokens > 0) {
-      tx.dao(TokenUsageDao.class).add(workspaceId, day(at), tokens);
+      TokenUsageDao dao = tx.dao(TokenUsageDao.class);
+      dao.add(workspaceId, day(at), tokens);
+      dao.addAgent(workspaceId, day(at), agentId, tokens);
     }
+  }
+
+  /** The workspace's tokens of each of the {@code days} UTC days up to the day of {@code now}, newest first (0 for none). */
+  public List<TokenUsageDao.DayTokens> days(String workspaceId, Instant now, int days) {
+    LocalDate today = day(now);
+    Map<LocalDate, Long> used = new HashMap<>();
+    jdbi.withExtension(TokenUsageDao.class, dao -> dao.days(workspaceId, today.minusDays(days - 1)))
+        .forEach(d -> used.put(d.dayUtc(), d.tokens()));
+    List<TokenUsageDao.DayTokens> out = new ArrayList<>();
+    for (int i = 0; i < days; i++) {
+      LocalDate day = today.minusDays(i);
+      out.add(new TokenUsageDao.DayTokens(day, null, used.getOrDefault(day, 0L)));
+    }
+    return out;
+  }
+
+  /** Each agent's tokens of each UTC day of the {@code days} days up to the day of {@code now} (at most {@code limit} rows, the most first). */
+  public List<TokenUsageDao.DayTokens> agentDays(String workspaceId, Instant now, int days, int limit) {
+    return jdbi.withExtension(TokenUsageDao.class, dao -> dao.agentDays(workspaceId, day(now).minusDays(days - 1),
+        limit));
   }
 
   /** Refuses to start an agent run when the workspace's tokens of the day are used up: 429 until UTC midnight. */

@@ -134,6 +134,33 @@ class TokenQuotaTest {
   }
 
   @BothDatabases
+  void each_agents_tokens_count_for_it_and_get_usage_lists_the_agents_of_today(Api api) throws Exception {
+    try (FakeModel model = FakeModel.start(); Engine engine = engine(api, model, 2_000_000)) {
+      model.respondWith(body -> body.path("model").asText().equals("big") ? Reply.text("long").usage(300, 50)
+          : Reply.text("short").usage(20, 5));
+      api.test(http -> {
+        assertEquals(201, http.put("/v1/agents/big-spender", "{\"model\":\"big\"}").status());
+        assertEquals(201, http.put("/v1/agents/small-spender", "{\"model\":\"small\"}").status());
+        awaitStatus(http, start(http, "big-spender"), "succeeded");
+        awaitStatus(http, start(http, "small-spender"), "succeeded");
+        awaitStatus(http, start(http, "small-spender"), "succeeded");
+        JsonNode u = http.get("/v1/usage").json();
+        JsonNode agents = u.get("agents");
+        assertEquals(2, agents.size(), u::toString);
+        assertEquals("big-spender", agents.get(0).get("agent").asText(), "the agent that used the most first");
+        assertEquals(350, agents.get(0).get("tokens_used").asLong());
+        assertEquals("small-spender", agents.get(1).get("agent").asText());
+        assertEquals(50, agents.get(1).get("tokens_used").asLong());
+        long stored = api.jdbi().withHandle(h -> h.createQuery("SELECT COALESCE(SUM(tokens), 0) FROM agent_token_usage "
+            + "WHERE workspace_id = :ws").bind("ws", api.workspace).mapTo(Long.class).one());
+        assertEquals(counted(api), stored, "the agents' counts add up to the workspace's");
+      });
+      Api other = Api.on(api.database());
+      other.test(http -> assertEquals(0, http.get("/v1/usage").json().get("agents").size()));
+    }
+  }
+
+  @BothDatabases
   void a_start_once_the_days_tokens_are_used_is_429_until_utc_midnight_and_starts_nothing(Api api) {
     used(api, 1_000);
     api.testWithServices(quota(1_000), http -> {
