@@ -244,6 +244,7 @@ public final class RunwayApp {
         routes.get("/console/usage", usagePage::show);
         routes.get("/console/runs", runPages::list);
         routes.get("/console/runs/{id}", runPages::show);
+        routes.get("/console/runs/{id}/live", runPages::live);
         routes.post("/console/runs/{id}/{action}", runPages::decide);
         routes.get("/console/workflows", runPages::definitions);
         routes.get("/console/workflows/{id}", runPages::workflow);

@@ -12,6 +12,8 @@ import dev.runway.core.Slugs;
 import dev.runway.db.Slice;
 import dev.runway.events.EventReads;
 import dev.runway.http.ErrorMapper;
+import dev.runway.http.Responses;
+import dev.runway.run.AgentRunMachine;
 import dev.runway.run.Event;
 import dev.runway.run.Run;
 import dev.runway.run.RunFilter;
@@ -25,6 +27,7 @@ import io.javalin.http.Context;
 import io.javalin.http.HttpStatus;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
 
@@ -42,6 +45,8 @@ public final class RunPages {
   /** The most workflows and agents the definitions page lists (each fewer past PAGE_BYTES). */
   private static final int DEFINITIONS = 100;
   private static final int EVENTS = 200;
+  /** The most events one ask of a streamed answer reads (its pieces, gathered per write). */
+  private static final int LIVE_EVENTS = 1000;
   /** The most child runs a run's page lists (each fewer past PAGE_BYTES); the rest are on the runs list. */
   private static final int CHILDREN = 100;
   /** A page showing a run still moving reloads itself this often (a meta refresh: no script needed). */
@@ -218,14 +223,60 @@ public final class RunPages {
       notFound(ctx, signed);
       return;
     }
-    List<Event> events = this.events.events(actor, runId, null, EVENTS);
+    List<Event> events = this.events.timeline(actor, runId, EVENTS);
     List<RunMessage> messages = run.isAgent() ? runs.messages(actor, runId, -1, 500) : List.of();
     // Its workflow and agent steps' runs and its foreach and parallel iterations, newest first.
     Slice<Run> children = runs.list(actor, new RunFilter(null, null, null, null, null, null, null, null, null, runId),
         CHILDREN, PAGE_BYTES);
     boolean moving = !RunStatus.isEnded(run.status()) && !RunStatus.AWAITING_APPROVAL.wireName().equals(run.status());
+    // A streamed answer in progress shows as it comes (console.js asks /live from the last event shown).
+    String live = moving && run.isAgent() && !events.isEmpty() && AgentRunMachine.streams(Json.tree(run.steps()))
+        ? events.get(events.size() - 1).id() : null;
     pages.render(ctx, status, "run.jte", "frame", pages.frame("Run " + run.id(), signed, "runs"),
-        "run", Views.RunDetail.of(run, events, messages, children, error, moving ? REFRESH_SECONDS : 0));
+        "run", Views.RunDetail.of(run, events, messages, children, error, moving ? REFRESH_SECONDS : 0, live));
+  }
+
+  /**
+   * GET /console/runs/{id}/live?after=evt_…: the text the model has streamed so far of the answer it
+   * is giving (its latest turn and attempt after the event {@code after}), and whether anything
+   * else happened since that event (the page then reloads to show it). JSON, for console.js.
+   */
+  public void live(Context ctx) {
+    Optional<SignedIn> signed = guard.requireSignedIn(ctx);
+    if (signed.isEmpty()) {
+      return;
+    }
+    String runId = ctx.pathParam("id");
+    String after = ctx.queryParam("after");
+    StringBuilder text = new StringBuilder();
+    boolean changed = false;
+    try {
+      if (!Ids.looksLike("run", runId) || after == null || !Ids.looksLike("evt", after)) {
+        throw DomainException.notFound("run_not_found", "no such run");
+      }
+      int turn = -1;
+      int attempt = -1;
+      for (Event e : events.events(actor(signed.get()), runId, after, LIVE_EVENTS)) {
+        if (!e.type().equals(AgentRunMachine.MESSAGE_DELTA)) {
+          changed = true;
+          break;
+        }
+        JsonNode data = Json.tree(e.data());
+        int t = data.path("turn").asInt();
+        int a = e.attempt() == null ? 0 : e.attempt();
+        if (t != turn || a != attempt) {
+          text.setLength(0); // a new answer, or the same answer streamed again by a retry
+          turn = t;
+          attempt = a;
+        }
+        text.append(data.path("delta").asText());
+      }
+    } catch (DomainException e) {
+      Responses.json(ctx, 404, Map.of("changed", true));
+      return;
+    }
+    ctx.header("Cache-Control", "no-store");
+    Responses.json(ctx, 200, Map.of("text", text.toString(), "changed", changed));
   }
 
   /** Sends the signal the form names with its body (JSON; empty: null), as the API does. */

@@ -138,10 +138,11 @@ public final class Views {
       String approval,
       String failure, List<StepRow> steps, List<MessageRow> transcript, String output, boolean outputIsJson, List<EventRow> events,
       List<RunRow> children, String allChildren, String error, int refresh, String signal, String signalUntil,
-      List<AskedCall> askedCalls) {
+      List<AskedCall> askedCalls, String live) {
 
+    /** {@code live}: the last event shown of an agent run whose streamed answer shows as it comes (else null). */
     static RunDetail of(Run run, List<Event> events, List<RunMessage> messages, Slice<Run> children, String error,
-        int refresh) {
+        int refresh, String live) {
       List<StepRow> steps = new ArrayList<>();
       String signal = null;
       String signalUntil = null;
@@ -179,7 +180,7 @@ public final class Views {
           pretty(run.approval()), pretty(run.error()), steps, transcript, outputText, outputIsJson, eventRows,
           children.rows().stream().map(RunRow::of).toList(),
           children.more() ? "/console/runs?parent_run_id=" + run.id() : null, error, signal != null ? 0 : refresh,
-          signal, signalUntil, askedCalls(run));
+          signal, signalUntil, askedCalls(run), live);
     }
 
     /** Whether the run waits for a signal (its form then shows). */

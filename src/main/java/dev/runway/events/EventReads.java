@@ -2,6 +2,7 @@ package dev.runway.events;
 
 import dev.runway.auth.Principal;
 import dev.runway.core.DomainException;
+import dev.runway.run.AgentRunMachine;
 import dev.runway.run.Event;
 import dev.runway.run.EventDao;
 import dev.runway.run.RunService;
@@ -23,6 +24,12 @@ public final class EventReads {
     runs.get(caller, runId);
     return jdbi.withExtension(EventDao.class,
         dao -> dao.ofRun(runId, afterSeq(dao, caller, startingAfter), limit));
+  }
+
+  /** The run's timeline, oldest first, without the pieces of its streamed answers (run.message.delta). */
+  public List<Event> timeline(Principal caller, String runId, int limit) {
+    runs.get(caller, runId);
+    return jdbi.withExtension(EventDao.class, dao -> dao.ofRunWithout(runId, AgentRunMachine.MESSAGE_DELTA, limit));
   }
 
   /** The workspace's events, oldest first, after {@code startingAfter}; only the key's projects. */

@@ -50,6 +50,8 @@ public final class AgentRunMachine extends RunMachine {
 
   /** The model endpoint of the built-in sandbox model (agents.model.base_url=sandbox). */
   public static final String SANDBOX = "sandbox";
+  /** The event of a piece of a streamed answer's text. */
+  public static final String MESSAGE_DELTA = "run.message.delta";
 
   /** What the run calls next. */
   public enum Next { NOTHING, MODEL, TOOL }
@@ -314,7 +316,12 @@ public final class AgentRunMachine extends RunMachine {
 
   /** Whether the model is asked to stream its answers ({@code "stream": true} at the start). */
   public boolean streams() {
-    return state.path("stream").asBoolean(false);
+    return streams(state);
+  }
+
+  /** As {@link #streams()}, of a run's progress document. */
+  public static boolean streams(JsonNode progress) {
+    return progress.path("stream").asBoolean(false);
   }
 
   /**
@@ -324,7 +331,7 @@ public final class AgentRunMachine extends RunMachine {
    * saves, as the pieces arrive (see AgentRunner).
    */
   public Event messageDelta(int index, String text, Instant at) {
-    return event(base, "run.message.delta", ENGINE, null, modelAttempt(),
+    return event(base, MESSAGE_DELTA, ENGINE, null, modelAttempt(),
         data("turn", state.get("turns").asInt() + 1, "index", index, "delta", text), at);
   }
 

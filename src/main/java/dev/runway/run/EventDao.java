@@ -62,6 +62,10 @@ public interface EventDao {
   @SqlQuery("SELECT * FROM event WHERE run_id = :runId AND seq > :afterSeq ORDER BY run_id, seq LIMIT :limit")
   List<Event> ofRun(String runId, long afterSeq, int limit);
 
+  /** A run's events but those of one type, oldest first. */
+  @SqlQuery("SELECT * FROM event WHERE run_id = :runId AND type <> :type ORDER BY run_id, seq LIMIT :limit")
+  List<Event> ofRunWithout(String runId, String type, int limit);
+
   @SqlQuery("SELECT * FROM event WHERE workspace_id = :workspaceId AND seq > :afterSeq ORDER BY workspace_id, seq "
       + "LIMIT :limit")
   List<Event> ofWorkspaceAll(String workspaceId, long afterSeq, int limit);

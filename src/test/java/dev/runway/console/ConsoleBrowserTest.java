@@ -218,6 +218,51 @@ class ConsoleBrowserTest {
     });
   }
 
+  /**
+   * A streamed agent answer shows on the run's page as it comes, before the run ends; then the page
+   * shows the stored answer. The usage page shows the agent's tokens.
+   */
+  @BothDatabases
+  void a_streamed_answer_shows_on_the_run_page_as_it_comes_and_usage_shows_its_tokens(Api api) throws Exception {
+    requireChromium();
+    String answer = "Your parcel left the depot this morning and reaches you on Monday before noon.";
+    try (dev.runway.support.FakeModel model = dev.runway.support.FakeModel.start();
+        dev.runway.engine.Engine engine = api.database().startEngine(s -> s.with("agents.model.base_url",
+            model.baseUrl()).with("agents.model.api_key", "sk-test"))) {
+      model.script(dev.runway.support.FakeModel.Reply.text(answer).usage(120, 30).chunkGap(Duration.ofMillis(300)));
+      api.test(http -> {
+        assertEquals(201, http.put("/v1/agents/courier", "{\"model\":\"test-model\"}").status());
+        String email = ConsoleRunsTest.signUpOwner(api, http);
+        WebDriver driver = chromium();
+        WebDriverWait wait = new WebDriverWait(driver, WAIT);
+        try {
+          signIn(driver, wait, http.origin(), email);
+          Http.Reply started = http.post("/v1/agents/courier/runs", "{\"project\":\"demo\",\"input\":\"Where?\","
+              + "\"stream\":true}");
+          String run = started.json().get("id").asText();
+          dev.runway.support.Runs.await(http, run, "the answer streaming", r -> http.get("/v1/runs/" + run
+              + "/events?limit=1000").body().contains("run.message.delta"));
+          driver.get(http.origin() + "/console/runs/" + run);
+          WebElement live = wait.until(ExpectedConditions.visibilityOfElementLocated(By.id("live")));
+          String shown = live.findElement(By.className("text")).getText();
+          assertTrue(!shown.isEmpty() && answer.startsWith(shown.strip()), "a part of the answer: '" + shown + "'");
+          assertEquals("running", http.get("/v1/runs/" + run).json().get("status").asText(),
+              "the text showed before the run ended");
+          screenshot(driver, "run-streaming");
+          wait.until(ExpectedConditions.textToBePresentInElementLocated(By.tagName("h1"), "succeeded"));
+          assertTrue(driver.findElement(By.cssSelector("ol.transcript")).getText().contains(answer));
+          driver.findElement(By.linkText("Usage")).click();
+          wait.until(ExpectedConditions.urlContains("/console/usage"));
+          assertTrue(driver.findElement(By.cssSelector("table.usage-agents")).getText().contains("courier 150 150 150"),
+              driver::getPageSource);
+          screenshot(driver, "usage");
+        } finally {
+          driver.quit();
+        }
+      });
+    }
+  }
+
   /** Signs the owner made by ConsoleRunsTest.signUpOwner in, on the console's sign-in page. */
   private static void signIn(WebDriver driver, WebDriverWait wait, String origin, String email) {
     driver.get(origin + "/console/signin");
