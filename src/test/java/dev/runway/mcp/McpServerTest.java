@@ -13,6 +13,7 @@ import dev.runway.engine.Engine;
 import dev.runway.support.Api;
 import dev.runway.support.BothDatabases;
 import dev.runway.support.Http;
+import dev.runway.support.TestDatabase;
 import io.modelcontextprotocol.client.McpClient;
 import io.modelcontextprotocol.client.McpSyncClient;
 import io.modelcontextprotocol.client.transport.HttpClientStreamableHttpTransport;
@@ -28,6 +29,8 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Assumptions;
+import org.junit.jupiter.api.Test;
 
 /** POST /mcp through the official MCP Java SDK's client (and raw JSON-RPC where the SDK would hide it). */
 class McpServerTest {
@@ -351,6 +354,44 @@ class McpServerTest {
       assertEquals(401, noKey.status());
       assertEquals("Bearer", noKey.header("WWW-Authenticate"));
       assertEquals(405, http.get("/mcp").status(), "no server-to-client stream");
+    });
+  }
+
+  /**
+   * A call waiting on one instance answers the run's output when another instance ends the run: the
+   * signal the run waits for goes to the second instance, whose commit the first sees at its next
+   * poll (mcp.poll_interval_ms), well within the call's wait.
+   */
+  @Test
+  void a_call_waiting_on_one_instance_answers_when_another_instance_ends_its_run() throws Exception {
+    Assumptions.assumeTrue(TestDatabase.postgresReachable() || TestDatabase.PG_REQUIRED, "PostgreSQL is not reachable");
+    Api api = Api.on(TestDatabase.POSTGRESQL);
+    api.testTwoInstances((first, second) -> {
+      assertEquals(201, first.put("/v1/workflows/gate", "{\"steps\":[{\"id\":\"approval\",\"type\":\"wait\","
+          + "\"signal\":\"go\",\"timeout_s\":600}],\"output\":{\"decided\":\"{{ signal.by }}\"}}").status());
+      try (McpSyncClient client = client(first, api.key)) {
+        CompletableFuture<McpSchema.CallToolResult> waiting = CompletableFuture.supplyAsync(() ->
+            call(client, "workflow_gate", Map.of(), Map.of("runway/wait_s", 30)));
+        String run = null;
+        long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+        while (run == null) {
+          JsonNode runs = second.get("/v1/runs?workflow=gate").json().get("data");
+          if (runs.size() == 1 && runs.get(0).get("steps").get(0).get("status").asText().equals("waiting")) {
+            run = runs.get(0).get("id").asText();
+          } else {
+            assertTrue(System.nanoTime() < until, "the call's run never waited for its signal: " + runs);
+            Thread.sleep(50);
+          }
+        }
+        assertFalse(waiting.isDone(), "the call waits for the run");
+        Http.Reply signaled = second.post("/v1/runs/" + run + "/signals/go", "{\"by\":\"second\"}");
+        assertEquals(202, signaled.status(), signaled::toString);
+        McpSchema.CallToolResult result = waiting.get(25, TimeUnit.SECONDS);
+        assertFalse(result.isError());
+        assertEquals("succeeded", result.meta().get("runway/status"), result::toString);
+        assertEquals(run, result.meta().get("runway/run_id"));
+        assertEquals(Map.of("decided", "second"), result.structuredContent());
+      }
     });
   }
 
