@@ -2,6 +2,7 @@ package dev.runway.support;
 
 import java.util.List;
 import java.util.stream.Stream;
+import org.junit.jupiter.api.extension.BeforeEachCallback;
 import org.junit.jupiter.api.extension.ConditionEvaluationResult;
 import org.junit.jupiter.api.extension.ExecutionCondition;
 import org.junit.jupiter.api.extension.Extension;
@@ -63,7 +64,11 @@ public final class BothDatabasesExtension implements TestTemplateInvocationConte
           return p.getParameter().getType() == TestDatabase.class ? database : new Api(database);
         }
       };
-      return List.of(skipWithoutPostgres, api);
+      // The runs earlier tests of this JVM left due (API tests run without an engine, so their runs stay
+      // where their start left them) are parked: an engine this test starts would otherwise take them
+      // up and send their model calls to this test's scripted fake model, which answers in order.
+      BeforeEachCallback parkEarlierRuns = context -> database.parkEarlierRuns();
+      return List.of(skipWithoutPostgres, parkEarlierRuns, api);
     }
   }
 }
