@@ -1,0 +1,176 @@
+#!/usr/bin/env python3
+"""CPU per start-run: Runway beside a minimal group-commit server, side by side in one run.
+
+For each database (H2; PostgreSQL when BENCH_PG_URL's server answers), rounds A B A B: A is Runway
+(target/runway.jar, started with config/jvm.options as ./run.sh starts it, request log and per-key
+rate limit off, on a fresh database), B is bench/MinimalServer.java (Javalin + Hikari, a durable
+insert per request committed in groups by one writer; same JVM options) on a fresh database of
+its own. Each round: the server warms up (BENCH_WARMUP_SECONDS of load, default 20), then
+`wrk -t2 -c32` for BENCH_SECONDS (default 15) on POST /v1/workflows/noop/runs (a workflow without
+steps), reading the server's CPU time (/proc/<pid>/stat, user + system) before and after. Prints
+each round, the medians, Runway's throughput as a share of the minimal server's (target: >= 0.9 on
+H2, >= 0.7 on PostgreSQL, p99 <= 25 ms) and the CPU each spends per start in microseconds.
+
+usage: python3 bench/cpu.py [h2|pg|both]      (default: both)
+  RUNWAY_JAR, RUNWAY_JAVA_OPTS as for bench/agents.py; BENCH_PG_URL (jdbc:postgresql://127.0.0.1:5432/postgres),
+  BENCH_PG_USER (postgres): a database bench_cpu_<n> is made there for each round and dropped after.
+"""
+import os, shutil, statistics, subprocess, sys, tempfile, time, urllib.request
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import agents  # noqa: E402
+
+ROOT = agents.ROOT
+WARM = int(os.environ.get("BENCH_WARMUP_SECONDS", "20"))
+SECS = int(os.environ.get("BENCH_SECONDS", "15"))
+PG_URL = os.environ.get("BENCH_PG_URL", "jdbc:postgresql://127.0.0.1:5432/postgres")
+PG_USER = os.environ.get("BENCH_PG_USER", "postgres")
+TICKS = os.sysconf("SC_CLK_TCK")
+KEY = "bench-minimal-key-0123456789"
+LUA = """
+function done(summary, latency, requests)
+  io.write(string.format("RESULT %d %d %d %.1f %.1f\\n", summary.requests, summary.errors.status,
+    summary.duration, latency:percentile(50), latency:percentile(99)))
+end
+wrk.method = "POST"
+wrk.body = '{"project":"bench","inputs":{"order":"A-1001","amount":4200}}'
+wrk.headers["Content-Type"] = "application/json"
+wrk.headers["Authorization"] = "Bearer " .. os.getenv("BENCH_KEY")
+"""
+
+
+def cpu_seconds(pid):
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICKS  # utime, stime
+
+
+def wrk(url, seconds, key, script):
+    out = subprocess.run(["wrk", "-t2", "-c32", "-d%ds" % seconds, "--latency", "-s", script, url],
+                         capture_output=True, text=True, timeout=seconds + 60, env=dict(os.environ, BENCH_KEY=key))
+    line = next((l for l in out.stdout.splitlines() if l.startswith("RESULT ")), None)
+    if line is None:
+        raise agents.Fail("wrk gave no result:\n" + out.stdout + out.stderr)
+    requests, non2xx, duration_us, p50_us, p99_us = line.split()[1:]
+    return int(requests), int(non2xx), int(duration_us) / 1e6, float(p50_us) / 1000, float(p99_us) / 1000
+
+
+def psql(sql, database="postgres"):
+    host = PG_URL.split("//", 1)[1].split("/", 1)[0]
+    h, _, port = host.partition(":")
+    subprocess.run(["psql", "-q", "-h", h, "-p", port or "5432", "-U", PG_USER, "-d", database, "-c", sql],
+                   check=True, capture_output=True, text=True)
+
+
+def pg_reachable():
+    try:
+        psql("SELECT 1")
+        return True
+    except (subprocess.CalledProcessError, FileNotFoundError):
+        return False
+
+
+class Minimal:
+    """bench/MinimalServer.java on its own JDBC URL."""
+
+    def __init__(self, url, user):
+        self.port = agents.free_port()
+        self.base = "http://127.0.0.1:%d" % self.port
+        self.key = KEY
+        self.log = tempfile.NamedTemporaryFile(prefix="minimal-", suffix=".log", delete=False)
+        self.proc = subprocess.Popen(["java"] + agents.jvm_options() + ["-cp", agents.JAR,
+                                      os.path.join(ROOT, "bench", "MinimalServer.java"), url, user, str(self.port), KEY],
+                                     stdout=self.log, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 90
+        while True:
+            if self.proc.poll() is not None:
+                raise agents.Fail("the minimal server exited:\n" + open(self.log.name).read()[-2000:])
+            try:
+                urllib.request.urlopen(self.base + "/", timeout=1)
+            except urllib.error.HTTPError:
+                break  # it answers (404)
+            except Exception:
+                if time.monotonic() > deadline:
+                    raise agents.Fail("the minimal server did not start in 90 s")
+                time.sleep(0.1)
+
+    def stop(self):
+        self.proc.terminate()
+        self.proc.wait(30)
+        os.unlink(self.log.name)
+
+
+def round_(kind, database, n, script):
+    """One server on a fresh database: warm-up, then the measured load; its figures."""
+    pg_db = None
+    if database == "pg":
+        pg_db = "bench_cpu_%d_%d" % (os.getpid(), n)
+        psql("CREATE DATABASE " + pg_db)
+        url = PG_URL.rsplit("/", 1)[0] + "/" + pg_db
+    try:
+        if kind == "runway":
+            settings = {} if database == "h2" else {"db.url": url, "db.user": PG_USER}
+            server = agents.Runway(**settings)
+            server.ok("PUT", "/v1/workflows/noop", {"steps": []})
+        else:
+            h2_dir = tempfile.mkdtemp(prefix="minimal-h2-")
+            server = Minimal(url if database == "pg" else "jdbc:h2:file:%s/db" % h2_dir, PG_USER if database == "pg"
+                             else "sa")
+        try:
+            target = server.base + "/v1/workflows/noop/runs"
+            wrk(target, WARM, server.key, script)
+            before = cpu_seconds(server.proc.pid)
+            requests, non2xx, duration, p50, p99 = wrk(target, SECS, server.key, script)
+            cpu = cpu_seconds(server.proc.pid) - before
+        finally:
+            server.stop()
+            if kind != "runway":
+                shutil.rmtree(h2_dir if database == "h2" else "", ignore_errors=True)
+        if non2xx:
+            raise agents.Fail("%s on %s: %d answers were not 2xx" % (kind, database, non2xx))
+        return {"rate": requests / duration, "p50": p50, "p99": p99, "cpu_us": cpu / requests * 1e6}
+    finally:
+        if pg_db:
+            psql("DROP DATABASE IF EXISTS " + pg_db)
+
+
+def main():
+    which = sys.argv[1] if len(sys.argv) > 1 else "both"
+    if shutil.which("wrk") is None:
+        sys.exit("bench: wrk is missing (Debian: apt-get install wrk)")
+    if not os.path.exists(agents.JAR):
+        sys.exit("no %s: run mvn -B -DskipTests package first" % agents.JAR)
+    databases = [d for d in ("h2", "pg") if which in (d, "both")]
+    if "pg" in databases and not pg_reachable():
+        print("PostgreSQL at %s does not answer: H2 only" % PG_URL)
+        databases.remove("pg")
+    script = os.path.join(tempfile.mkdtemp(prefix="runway-bench-cpu-"), "start.lua")
+    with open(script, "w") as f:
+        f.write(LUA)
+    n = 0
+    for database in databases:
+        results = {"runway": [], "minimal": []}
+        for kind in ("runway", "minimal", "runway", "minimal"):
+            n += 1
+            r = round_(kind, database, n, script)
+            results[kind].append(r)
+            print("%-3s %-8s %8.0f starts/s  p50 %6.2f ms  p99 %6.2f ms  CPU %6.0f us/start" % (
+                database, kind, r["rate"], r["p50"], r["p99"], r["cpu_us"]), flush=True)
+        med = {k: {f: statistics.median(r[f] for r in v) for f in ("rate", "p50", "p99", "cpu_us")}
+               for k, v in results.items()}
+        target = 0.9 if database == "h2" else 0.7
+        ratio = med["runway"]["rate"] / med["minimal"]["rate"]
+        print("%s medians: Runway %.0f/s (p99 %.1f ms, %.0f us CPU a start), minimal %.0f/s (p99 %.1f ms, %.0f us); "
+              "Runway/minimal throughput %.2f (target >= %.1f: %s), p99 <= 25 ms: %s, CPU a start %.2fx the minimal's"
+              % (database, med["runway"]["rate"], med["runway"]["p99"], med["runway"]["cpu_us"], med["minimal"]["rate"],
+                 med["minimal"]["p99"], med["minimal"]["cpu_us"], ratio, target, agents.verdict(ratio >= target),
+                 agents.verdict(med["runway"]["p99"] <= 25), med["runway"]["cpu_us"] / med["minimal"]["cpu_us"]),
+              flush=True)
+
+
+if __name__ == "__main__":
+    try:
+        main()
+    except agents.Fail as e:
+        print(str(e), file=sys.stderr)
+        sys.exit(1)
