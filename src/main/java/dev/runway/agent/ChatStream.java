@@ -35,6 +35,8 @@ public final class ChatStream {
   private boolean read;
   private ModelOutcome.Failure failure;
   private int chars;
+  /** The longest event the stream may send: the whole answer's size allowed, and room for its JSON. */
+  private final int maxEventBytes;
 
   private static final class Call {
     String id;
@@ -51,6 +53,7 @@ public final class ChatStream {
     this.onDelta = onDelta;
     this.maxChars = maxChars;
     this.mayKeep = mayKeep;
+    this.maxEventBytes = (int) Math.min(Integer.MAX_VALUE, 4L * maxChars + 65_536);
   }
 
   /** Reads the next bytes of the stream; false once it failed and should not be read any further. */
@@ -61,6 +64,10 @@ public final class ChatStream {
       if (b == '\n') {
         line(new String(line.toByteArray(), StandardCharsets.UTF_8));
         line.reset();
+      } else if (line.size() + data.length() > maxEventBytes) {
+        // One chunk holds a few tokens: an event this long is not a chunk of an answer of the allowed size.
+        failure = new ModelOutcome.Failure(200, "the model's stream has an event longer than "
+            + maxEventBytes + " bytes", false, null);
       } else {
         line.write(b);
       }

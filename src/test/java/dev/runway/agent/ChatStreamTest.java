@@ -63,6 +63,16 @@ class ChatStreamTest {
   }
 
   @Test
+  void an_endless_line_stops_the_stream() {
+    ChatStream stream = new ChatStream(p -> { }, 10, null);
+    byte[] line = new byte[70_000];
+    java.util.Arrays.fill(line, (byte) 'x');
+    assertFalse(stream.take(ByteBuffer.wrap(line)));
+    ModelOutcome.Failure failure = assertInstanceOf(ModelOutcome.Failure.class, stream.outcome());
+    assertTrue(failure.message().contains("longer than"), failure::toString);
+  }
+
+  @Test
   void an_answer_past_the_size_limit_stops_the_stream_and_is_not_retried() {
     ChatStream stream = new ChatStream(p -> { }, 5, null);
     assertFalse(stream.take(ByteBuffer.wrap(STREAM.getBytes(StandardCharsets.UTF_8))));
