@@ -194,6 +194,12 @@ class ThreadsTest {
         assertEquals(firstId, view.get("active_run_id").asText());
         assertEquals(2, view.get("queued_run_count").asInt());
         assertEquals(thirdId, view.get("last_run_id").asText());
+        // A queued run canceled leaves the line; the others keep their turn.
+        String dropped = start(http, "gated", "Dropped", thread).get("id").asText();
+        Http.Reply canceled = http.post("/v1/runs/" + dropped + "/cancel", "{}");
+        assertEquals(200, canceled.status(), canceled::toString);
+        assertEquals("canceled", canceled.json().get("status").asText());
+        assertEquals(firstId, http.get("/v1/threads/" + thread).json().get("active_run_id").asText());
 
         assertEquals(200, http.post("/v1/runs/" + firstId + "/approve", "{}").status());
         awaitStatus(http, firstId, "succeeded");
@@ -215,7 +221,7 @@ class ThreadsTest {
         JsonNode ended = http.get("/v1/threads/" + thread).json();
         assertTrue(ended.get("active_run_id").isNull(), ended::toString);
         assertEquals(0, ended.get("queued_run_count").asInt());
-        assertEquals(3, ended.get("run_count").asInt());
+        assertEquals(4, ended.get("run_count").asInt());
         int free = api.jdbi().withHandle(h -> h.createQuery("SELECT active FROM concurrency_slot WHERE workspace_id = "
             + ":ws AND concurrency_key = :t").bind("ws", api.workspace).bind("t", thread).mapTo(Integer.class).one());
         assertEquals(0, free, "the thread's place is given back");
