@@ -178,6 +178,7 @@ public final class RunwayApp {
       routes.post("/signals/{token}", signals::sendByUrl);
       routes.get("/v1/runs/{runId}/events", events::events, Scope.RUNS_READ);
       routes.get("/v1/runs/{runId}/messages", runs::messages, Scope.RUNS_READ);
+      routes.get("/v1/threads", threadRoutes::list, Scope.RUNS_READ);
       routes.get("/v1/threads/{threadId}", threadRoutes::get, Scope.RUNS_READ);
       routes.get("/v1/threads/{threadId}/messages", threadRoutes::messages, Scope.RUNS_READ);
       routes.get("/v1/events", events::workspaceEvents, Scope.RUNS_READ);

@@ -29,6 +29,18 @@ public interface ThreadDao {
       + "WHERE workspace_id = :workspaceId AND thread_id = :threadId")
   Totals totals(String workspaceId, String threadId);
 
+  /** What the runs of each of some threads add up to (a thread without runs has no row). */
+  record PageTotals(String threadId, int runCount, String lastRunId, Instant updatedAt, String activeRunId,
+      int queuedRunCount) {}
+
+  @SqlQuery("SELECT thread_id, COUNT(*) AS run_count, MAX(id) AS last_run_id, MAX(updated_at) AS updated_at, "
+      + "MAX(CASE WHEN status IN ('running', 'awaiting_approval') THEN id END) AS active_run_id, "
+      + "SUM(CASE WHEN status = 'queued' THEN 1 ELSE 0 END) AS queued_run_count FROM run "
+      + "WHERE workspace_id = :workspaceId AND thread_id IN (<threadIds>) GROUP BY thread_id")
+  @RegisterConstructorMapper(PageTotals.class)
+  List<PageTotals> totalsOf(String workspaceId,
+      @org.jdbi.v3.sqlobject.customizer.BindList("threadIds") List<String> threadIds);
+
   /** The thread's runs in the given statuses, oldest first. */
   @SqlQuery("SELECT id FROM run WHERE workspace_id = :workspaceId AND thread_id = :threadId AND status IN (<statuses>) "
       + "ORDER BY id LIMIT :limit")

@@ -13,6 +13,7 @@ import java.util.Set;
 /** HTTP handlers for threads of agent runs. */
 public final class ThreadRoutes {
   private static final Set<String> MESSAGE_PARAMS = Set.of("limit", "starting_after");
+  private static final Set<String> LIST_PARAMS = Set.of("limit", "starting_after", "project");
   private final ThreadService threads;
   /** The most stored JSON one page of messages holds (http.max_page_bytes). */
   private final long maxPageBytes;
@@ -20,6 +21,15 @@ public final class ThreadRoutes {
   public ThreadRoutes(ThreadService threads, long maxPageBytes) {
     this.threads = threads;
     this.maxPageBytes = maxPageBytes;
+  }
+
+  /** GET /v1/threads: the threads the key may see, newest first; the cursor is a thread id. */
+  public void list(Context ctx) {
+    QueryParams q = QueryParams.of(ctx, LIST_PARAMS);
+    int limit = q.integer("limit", 20, 1, 100);
+    java.util.List<ThreadView> rows = threads.list(AuthHandler.principal(ctx), q.slug("project"),
+        q.id("starting_after", "thr"), limit);
+    Responses.json(ctx, 200, Page.of(rows, limit, t -> t, ThreadView::id));
   }
 
   /** GET /v1/threads/{threadId}. */

@@ -34,6 +34,54 @@ public final class ThreadService {
   }
 
   /**
+   * Up to {@code limit} threads the caller may see, newest first, after thread {@code after} (null:
+   * from the newest), in {@code project} (null: any the key may see); one more than {@code limit}
+   * tells that there are more.
+   */
+  public List<ThreadView> list(Principal caller, String project, String after, int limit) {
+    if (project != null && !caller.mayUseProject(project)) {
+      throw new DomainException(Kind.FORBIDDEN, "project_forbidden", "this API key may not use project '" + project
+          + "'", "project");
+    }
+    return jdbi.withHandle(h -> {
+      StringBuilder sql = new StringBuilder("SELECT * FROM agent_thread WHERE workspace_id = :ws");
+      if (after != null) {
+        sql.append(" AND id < :after");
+      }
+      if (project != null) {
+        sql.append(" AND project = :project");
+      }
+      if (caller.projects() != null) {
+        sql.append(caller.projects().isEmpty() ? " AND 1 = 0" : " AND project IN (<projects>)");
+      }
+      sql.append(" ORDER BY workspace_id DESC, id DESC LIMIT :limit");
+      var query = h.createQuery(sql.toString()).bind("ws", caller.workspaceId()).bind("limit", limit + 1);
+      if (after != null) {
+        query.bind("after", after);
+      }
+      if (project != null) {
+        query.bind("project", project);
+      }
+      if (caller.projects() != null && !caller.projects().isEmpty()) {
+        query.bindList("projects", caller.projects());
+      }
+      List<AgentThread> threads = query.map(org.jdbi.v3.core.mapper.reflect.ConstructorMapper.of(AgentThread.class)).list();
+      if (threads.isEmpty()) {
+        return List.of();
+      }
+      java.util.Map<String, ThreadDao.PageTotals> totals = new java.util.HashMap<>();
+      h.attach(ThreadDao.class).totalsOf(caller.workspaceId(), threads.stream().map(AgentThread::id).toList())
+          .forEach(t -> totals.put(t.threadId(), t));
+      return threads.stream().map(t -> {
+        ThreadDao.PageTotals n = totals.get(t.id());
+        return n == null ? new ThreadView(t.id(), "thread", t.project(), t.createdAt(), t.createdAt(), 0, null, null, 0)
+            : new ThreadView(t.id(), "thread", t.project(), t.createdAt(), n.updatedAt(), n.runCount(), n.lastRunId(),
+                n.activeRunId(), n.queuedRunCount());
+      }).toList();
+    });
+  }
+
+  /**
    * The thread's messages (every run's, oldest first) after message {@code afterIdx} of run
    * {@code afterRun} ("" and -1: from the start); fewer when their stored JSON would pass {@code maxBytes}.
    */

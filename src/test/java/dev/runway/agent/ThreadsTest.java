@@ -266,6 +266,25 @@ class ThreadsTest {
         assertEquals(200, http.get("/v1/threads/" + thread, demoOnly).status());
         assertEquals(3, http.get("/v1/threads/" + thread + "/messages", demoOnly).json().get("data").size());
         assertEquals(1, api.countRuns(""), "no refused start stored a run");
+
+        // The list: newest first, only the threads of the projects a key may see.
+        JsonNode later = start(http, "chat", "Again", null);
+        awaitStatus(http, later.get("id").asText(), "succeeded");
+        Http.Reply page = http.get("/v1/threads?limit=1");
+        assertEquals(200, page.status(), page::toString);
+        assertEquals(later.get("thread_id").asText(), page.json().get("data").get(0).get("id").asText());
+        assertEquals(1, page.json().get("data").get(0).get("run_count").asInt());
+        assertTrue(page.json().get("has_more").asBoolean());
+        Http.Reply rest = http.get("/v1/threads?limit=1&starting_after=" + page.json().get("next_cursor").asText());
+        assertEquals(thread, rest.json().get("data").get(0).get("id").asText());
+        assertFalse(rest.json().get("has_more").asBoolean());
+        assertEquals(2, http.get("/v1/threads", demoOnly).json().get("data").size());
+        assertEquals(0, http.get("/v1/threads", opsOnly).json().get("data").size());
+        assertEquals(0, http.get("/v1/threads", foreign).json().get("data").size());
+        assertProblem(http.get("/v1/threads?project=demo", opsOnly), 403, "project_forbidden");
+        assertEquals(2, http.get("/v1/threads?project=demo").json().get("data").size());
+        assertEquals(0, http.get("/v1/threads?project=ops").json().get("data").size());
+        assertProblem(http.get("/v1/threads?starting_after=nope"), 400, "validation_failed", "starting_after");
       });
     }
   }
