@@ -66,6 +66,7 @@ public final class RunwayApp {
     RunRoutes runs = new RunRoutes(services.starts(), services.runs(), bodies, resumeOn(threads),
         settings.maxPageBytes());
     HookRoutes hooks = new HookRoutes(services.hooks(), resumeOn(threads));
+    dev.runway.run.ThreadRoutes threadRoutes = new dev.runway.run.ThreadRoutes(services.threads(), settings.maxPageBytes());
     dev.runway.run.SignalRoutes signals = new dev.runway.run.SignalRoutes(services.signals(), bodies);
     WorkflowRoutes workflows = new WorkflowRoutes(services.workflows(), bodies, settings.maxPageBytes());
     SecretRoutes secrets = new SecretRoutes(services.secrets(), bodies);
@@ -179,6 +180,9 @@ public final class RunwayApp {
       routes.post("/signals/{token}", signals::sendByUrl);
       routes.get("/v1/runs/{runId}/events", events::events, Scope.RUNS_READ);
       routes.get("/v1/runs/{runId}/messages", runs::messages, Scope.RUNS_READ);
+      routes.get("/v1/threads", threadRoutes::list, Scope.RUNS_READ);
+      routes.get("/v1/threads/{threadId}", threadRoutes::get, Scope.RUNS_READ);
+      routes.get("/v1/threads/{threadId}/messages", threadRoutes::messages, Scope.RUNS_READ);
       routes.get("/v1/events", events::workspaceEvents, Scope.RUNS_READ);
 
       routes.put("/v1/workflows/{id}", workflows::put, Scope.WORKFLOWS_WRITE);

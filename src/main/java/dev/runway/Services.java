@@ -19,6 +19,7 @@ import dev.runway.run.RunSignals;
 import dev.runway.run.SignalUrls;
 import dev.runway.http.PublicUrl;
 import dev.runway.run.RunStarts;
+import dev.runway.run.ThreadService;
 import dev.runway.secret.SecretBox;
 import dev.runway.secret.SecretService;
 import dev.runway.trigger.HookReceiver;
@@ -34,7 +35,7 @@ public record Services(Database database, ApiKeyService keys, WorkflowService wo
     RunService runs, EventReads events, SecretService secrets, AgentService agents, IdempotencyStore idempotency,
     CrmService crm, CrmWriter crmSteps, WebhookService webhooks, AccountService accounts, SessionService sessions,
     Metrics metrics, Quotas quotas, HookReceiver hooks, RunSignals signals, SignalUrls signalUrls,
-    PublicUrl publicUrl) {
+    PublicUrl publicUrl, ThreadService threads) {
 
   /** Services without metrics (the keys and accounts commands, some tests): no /metrics, nothing counted. */
   public static Services over(Database database, ServerSettings settings, Runnable runDue) {
@@ -74,9 +75,10 @@ public record Services(Database database, ApiKeyService keys, WorkflowService wo
     CrmWriter crmSteps = new CrmStepWriter(crm, settings.crm());
     SignalUrls signalUrls = new SignalUrls(publicUrl::base, (purpose, message) -> secrets.box().mac(purpose, message));
     RunMachines machines = new RunMachines(settings.engine().approvalTimeoutSeconds(), settings.model().allowed(), runDue, crmSteps,
-        places, signalUrls);
+        places, signalUrls, settings.model().threadWindow());
+    ThreadService threads = new ThreadService(database.jdbi());
     RunStarts starts = new RunStarts(database.committer(), workflows, agents, idempotency,
-        settings.engine().approvalTimeoutSeconds(), runDue, quotas, machines);
+        settings.engine().approvalTimeoutSeconds(), runDue, quotas, machines, threads);
     RunService runs = new RunService(database.jdbi(), database.committer(), machines, runDue);
     RunSignals signals = new RunSignals(database.jdbi(), database.committer(), machines, idempotency,
         settings.engine().approvalTimeoutSeconds(), runDue);
@@ -100,6 +102,7 @@ public record Services(Database database, ApiKeyService keys, WorkflowService wo
         new HookReceiver(database.jdbi(), database.committer(), workflows, starts, secrets, quotas, settings.hooks()),
         signals,
         signalUrls,
-        publicUrl);
+        publicUrl,
+        threads);
   }
 }

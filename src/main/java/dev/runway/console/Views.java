@@ -134,7 +134,8 @@ public final class Views {
    * links to the rest, null when they are all here), and what may be done.
    */
   public record RunDetail(String id, String kind, String what, String project, String status, String created,
-      String updated, String finished, String parentRunId, String rerunOf, String concurrencyKey, String inputs,
+      String updated, String finished, String parentRunId, String rerunOf, String concurrencyKey, String threadId,
+      int threadMessagesGiven, String inputs,
       String approval,
       String failure, List<StepRow> steps, List<MessageRow> transcript, String output, boolean outputIsJson, List<EventRow> events,
       List<RunRow> children, String allChildren, String error, int refresh, String signal, String signalUntil,
@@ -175,7 +176,8 @@ public final class Views {
           e.actor(), e.data() == null ? "" : shorten(Json.tree(e.data())))).toList();
       return new RunDetail(run.id(), run.kind(), run.isAgent() ? run.agentId() : run.workflowId(), run.project(),
           run.status(), time(run.createdAt()), time(run.updatedAt()), run.finishedAt() == null ? null
-          : time(run.finishedAt()), run.parentRunId(), run.rerunOf(), run.concurrencyKey(),
+          : time(run.finishedAt()), run.parentRunId(), run.rerunOf(), run.concurrencyKey(), run.threadId(),
+          run.isAgent() && run.steps() != null ? Json.tree(run.steps()).path("thread_context_messages").asInt() : 0,
           pretty(run.isAgent() ? null : run.inputs()),
           pretty(run.approval()), pretty(run.error()), steps, transcript, outputText, outputIsJson, eventRows,
           children.rows().stream().map(RunRow::of).toList(),

@@ -15,6 +15,8 @@ import dev.runway.run.Run;
 import dev.runway.run.RunMachines;
 import dev.runway.run.RunMessage;
 import dev.runway.run.RunMessageDao;
+import dev.runway.run.ThreadDao;
+import dev.runway.run.Threads;
 import dev.runway.usage.TokenQuota;
 import java.time.Duration;
 import java.time.Instant;
@@ -128,7 +130,8 @@ final class AgentRunner extends CallingRunner<AgentRunMachine> {
     JsonNode progress = Json.tree(run.steps());
     int answer = AgentRunMachine.callingModel(progress) ? MODEL_ANSWER_ROOM
         : settings.maxResponseBytes() * Math.min(modelSettings.maxParallelToolCalls(), toMake(progress));
-    return CallMemory.weight(run, answer) + 2 * progress.path("transcript_chars").asLong();
+    return CallMemory.weight(run, answer) + 2 * (progress.path("transcript_chars").asLong()
+        + progress.path("thread_context_chars").asLong());
   }
 
   /** The tool calls of the last answer without a result yet (at least 1). */
@@ -147,7 +150,11 @@ final class AgentRunner extends CallingRunner<AgentRunMachine> {
     Duration left = before.timeLeft();
     if (before.callingModel()) {
       List<RunMessage> transcript = jdbi.withExtension(RunMessageDao.class, dao -> dao.all(calling.id()));
-      ObjectNode request = before.modelRequest(transcript);
+      // What the run was given from its thread when it began: the same messages at every call (see Threads).
+      JsonNode progress = Json.tree(calling.steps());
+      List<RunMessage> context = progress.path("thread_context").isEmpty() ? List.of()
+          : jdbi.withExtension(ThreadDao.class, dao -> Threads.context(progress, dao::range));
+      ObjectNode request = before.modelRequest(transcript, context);
       Duration timeout = shorter(modelSettings.timeout(), left);
       // Room for the answer grows as it arrives, past what the reservation holds already.
       long withoutAnswer = weight(calling) - MODEL_ANSWER_ROOM;

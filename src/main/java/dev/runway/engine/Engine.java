@@ -104,7 +104,7 @@ public final class Engine implements AutoCloseable {
       return t;
     });
     this.machines = new RunMachines(settings.approvalTimeoutSeconds(), modelSettings.allowed(), this::wake, crm,
-        places, signalUrls);
+        places, signalUrls, modelSettings.threadWindow());
     this.steps = new StepRunner(committer, settings,
         new HttpStepCaller(outbound, secrets, settings.maxResponseBytes()), machines, leases, workers);
     // One trusted endpoint serves every model call: it is bounded by the calls in flight, not per host.

@@ -3,16 +3,19 @@ package dev.runway.engine;
 import dev.runway.agent.AllowedModels;
 import dev.runway.config.Settings;
 import dev.runway.run.AgentRunMachine;
+import dev.runway.run.ThreadWindow;
 import java.time.Duration;
 
 /**
  * Where agent runs reach their model (agents.model.* in config/runway.properties): an
  * OpenAI-compatible Chat Completions endpoint, or the built-in sandbox model; and what tenants may
  * spend there: the model names they may ask for, and the tokens a workspace may use per UTC day
- * (0: no bound); and how many tool calls of one model answer a run makes at once.
+ * (0: no bound); and how many tool calls of one model answer a run makes at once; and how much of
+ * a thread's past a run that continues it is given.
  */
 public record ModelSettings(String baseUrl, String apiKey, Duration timeout, int maxRetries, Duration retryBase,
-    int maxResponseBytes, AllowedModels allowed, long tokensPerWorkspacePerDay, int maxParallelToolCalls) {
+    int maxResponseBytes, AllowedModels allowed, long tokensPerWorkspacePerDay, int maxParallelToolCalls,
+    ThreadWindow threadWindow) {
   public static final String SANDBOX = AgentRunMachine.SANDBOX;
 
   public static ModelSettings from(Settings s) {
@@ -42,7 +45,9 @@ public record ModelSettings(String baseUrl, String apiKey, Duration timeout, int
         s.integer("agents.model.max_response_bytes", 1024, 16 * 1024 * 1024),
         allowed(s),
         s.integer("agents.workspace_tokens_per_day", 0, Integer.MAX_VALUE),
-        s.integer("agents.max_parallel_tool_calls", 1, 64));
+        s.integer("agents.max_parallel_tool_calls", 1, 64),
+        new ThreadWindow(s.integer("agents.thread_window_messages", 0, 10_000),
+            s.integer("agents.thread_window_chars", 0, 10_000_000)));
   }
 
   private static AllowedModels allowed(Settings s) {

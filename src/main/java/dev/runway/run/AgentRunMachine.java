@@ -385,9 +385,25 @@ public final class AgentRunMachine extends RunMachine {
 
   /** The Chat Completions request of the next turn, from the transcript so far. */
   public ObjectNode modelRequest(List<RunMessage> transcript) {
+    return modelRequest(transcript, List.of());
+  }
+
+  /**
+   * The Chat Completions request of the next turn: the run's own system message (its instructions),
+   * then {@code context} (what the run was given from its thread, see {@link Threads}), then the rest
+   * of its transcript so far.
+   */
+  public ObjectNode modelRequest(List<RunMessage> transcript, List<RunMessage> context) {
     ObjectNode request = Json.MAPPER.createObjectNode().put("model", definition.model());
     ArrayNode messages = request.putArray("messages");
-    for (RunMessage m : transcript) {
+    int leading = 0;
+    while (leading < transcript.size() && transcript.get(leading).role().equals("system")) {
+      leading++;
+    }
+    List<RunMessage> ordered = new java.util.ArrayList<>(transcript.subList(0, leading));
+    ordered.addAll(context);
+    ordered.addAll(transcript.subList(leading, transcript.size()));
+    for (RunMessage m : ordered) {
       ObjectNode message = messages.addObject().put("role", m.role());
       message.put("content", m.content());
       if (m.toolCalls() != null) {

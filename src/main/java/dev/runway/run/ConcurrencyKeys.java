@@ -107,9 +107,13 @@ final class ConcurrencyKeys {
   /**
    * After {@code ended} was saved in {@code tx}, a run that held a place of its key (it was active)
    * and has ended: the place goes to the oldest queued run of the key, which starts in this commit,
-   * or is given back when none waits.
+   * or is given back when none waits. The place of a run's thread is handed on by {@link Threads}.
    */
   void released(Tx tx, Run ended) {
+    if (ended.threadId() != null) {
+      machines.threads().released(tx, ended);
+      return;
+    }
     tx.flush(); // a queued run may have been stored in this transaction, by a batch not yet executed
     ConcurrencyDao places = tx.dao(ConcurrencyDao.class);
     RunDao runs = tx.dao(RunDao.class);

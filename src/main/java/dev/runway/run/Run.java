@@ -10,7 +10,8 @@ import java.time.Instant;
  * run's output (null until then, and for agent runs, whose output is in their progress).
  * {@code parentRunId} is the run whose step started this one (a child run), null for others;
  * {@code rerunOf} the run this one reruns (POST /v1/runs/{run_id}/rerun), null for others;
- * {@code concurrencyKey} the key its workflow's concurrency setting gave it at start, null for others.
+ * {@code concurrencyKey} the key its workflow's concurrency setting gave it at start, null for others;
+ * {@code threadId} the thread of an agent run started through the API, null for others.
  */
 public record Run(
     String id,
@@ -37,7 +38,8 @@ public record Run(
     String output,
     String parentRunId,
     String rerunOf,
-    String concurrencyKey) {
+    String concurrencyKey,
+    String threadId) {
   public static final String WORKFLOW = "workflow";
   public static final String AGENT = "agent";
 
@@ -61,7 +63,7 @@ public record Run(
       String project, boolean requiresApproval, String inputs, Instant now, String definition, String steps) {
     return new Run(id, workspaceId, kind, workflowId, agentId, project, RunStatus.RUNNING.wireName(),
         requiresApproval, inputs, now, now, null, null, null, definition, steps, requiresApproval ? -1 : 0, now, null,
-        null, 0, null, null, null, null);
+        null, 0, null, null, null, null, null);
   }
 
   /** The next version of this run: the same run (id, kind, inputs, definition) in a new state. */
@@ -69,63 +71,77 @@ public record Run(
       String steps, int currentStep, Instant dueAt, String leaseOwner, Instant leaseUntil) {
     return new Run(id, workspaceId, kind, workflowId, agentId, project, status.wireName(), requiresApproval, inputs,
         createdAt, updatedAt, finishedAt, approval, error, definition, steps, currentStep, dueAt, leaseOwner,
-        leaseUntil, version + 1, output, parentRunId, rerunOf, concurrencyKey);
+        leaseUntil, version + 1, output, parentRunId, rerunOf, concurrencyKey, threadId);
   }
 
   /** This run leased to {@code leaseOwner} until {@code leaseUntil}. */
   public Run withLease(String leaseOwner, Instant leaseUntil) {
     return new Run(id, workspaceId, kind, workflowId, agentId, project, status, requiresApproval, inputs, createdAt,
         updatedAt, finishedAt, approval, error, definition, steps, currentStep, dueAt, leaseOwner, leaseUntil, version,
-        output, parentRunId, rerunOf, concurrencyKey);
+        output, parentRunId, rerunOf, concurrencyKey, threadId);
   }
 
   /** This run with {@code output} (JSON text) as its output. */
   public Run withOutput(String output) {
     return new Run(id, workspaceId, kind, workflowId, agentId, project, status, requiresApproval, inputs, createdAt,
         updatedAt, finishedAt, approval, error, definition, steps, currentStep, dueAt, leaseOwner, leaseUntil, version,
-        output, parentRunId, rerunOf, concurrencyKey);
+        output, parentRunId, rerunOf, concurrencyKey, threadId);
   }
 
   /** This new run as a child of {@code parent}. */
   public Run childOf(String parent) {
     return new Run(id, workspaceId, kind, workflowId, agentId, project, status, requiresApproval, inputs, createdAt,
         updatedAt, finishedAt, approval, error, definition, steps, currentStep, dueAt, leaseOwner, leaseUntil, version,
-        output, parent, rerunOf, concurrencyKey);
+        output, parent, rerunOf, concurrencyKey, threadId);
   }
 
   /** This run with its inputs and definition replaced (to show a run whose stored documents are broken). */
   public Run withDocuments(String inputs, String definition) {
     return new Run(id, workspaceId, kind, workflowId, agentId, project, status, requiresApproval, inputs, createdAt,
         updatedAt, finishedAt, approval, error, definition, steps, currentStep, dueAt, leaseOwner, leaseUntil, version,
-        output, parentRunId, rerunOf, concurrencyKey);
+        output, parentRunId, rerunOf, concurrencyKey, threadId);
   }
 
   /** This new run as a rerun of {@code run}, standing at step {@code currentStep} with {@code steps} (some reused). */
   public Run asRerunOf(String run, String steps, int currentStep) {
     return new Run(id, workspaceId, kind, workflowId, agentId, project, status, requiresApproval, inputs, createdAt,
         updatedAt, finishedAt, approval, error, definition, steps, currentStep, dueAt, leaseOwner, leaseUntil, version,
-        output, parentRunId, run, concurrencyKey);
+        output, parentRunId, run, concurrencyKey, threadId);
   }
 
   /** This run with {@code key} as its concurrency key. */
   public Run withConcurrencyKey(String key) {
     return new Run(id, workspaceId, kind, workflowId, agentId, project, status, requiresApproval, inputs, createdAt,
         updatedAt, finishedAt, approval, error, definition, steps, currentStep, dueAt, leaseOwner, leaseUntil, version,
-        output, parentRunId, rerunOf, key);
+        output, parentRunId, rerunOf, key, threadId);
+  }
+
+  /** This new run in thread {@code thread}. */
+  public Run inThread(String thread) {
+    return new Run(id, workspaceId, kind, workflowId, agentId, project, status, requiresApproval, inputs, createdAt,
+        updatedAt, finishedAt, approval, error, definition, steps, currentStep, dueAt, leaseOwner, leaseUntil, version,
+        output, parentRunId, rerunOf, concurrencyKey, thread);
+  }
+
+  /** This run with {@code steps} as its progress, not yet saved (a thread's context added before its first save). */
+  Run withProgress(String steps) {
+    return new Run(id, workspaceId, kind, workflowId, agentId, project, status, requiresApproval, inputs, createdAt,
+        updatedAt, finishedAt, approval, error, definition, steps, currentStep, dueAt, leaseOwner, leaseUntil, version,
+        output, parentRunId, rerunOf, concurrencyKey, threadId);
   }
 
   /** This new run as it waits its turn: {@code queued}, due never (the commit that frees a place starts it). */
   public Run queued() {
     return new Run(id, workspaceId, kind, workflowId, agentId, project, RunStatus.QUEUED.wireName(), requiresApproval,
         inputs, createdAt, updatedAt, finishedAt, approval, error, definition, steps, currentStep, null, null, null,
-        version, output, parentRunId, rerunOf, concurrencyKey);
+        version, output, parentRunId, rerunOf, concurrencyKey, threadId);
   }
 
   /** This queued run as it starts at {@code now}: running and due, its version that of the stored row. */
   Run dequeued(Instant now) {
     return new Run(id, workspaceId, kind, workflowId, agentId, project, RunStatus.RUNNING.wireName(), requiresApproval,
         inputs, createdAt, updatedAt, finishedAt, approval, error, definition, steps, currentStep, now, null, null,
-        version, output, parentRunId, rerunOf, concurrencyKey);
+        version, output, parentRunId, rerunOf, concurrencyKey, threadId);
   }
 
   public boolean isAgent() {

@@ -30,7 +30,7 @@ public interface RunDao {
     PreparedStatement ps = tx.batch("INSERT INTO run (id, workspace_id, workflow_id, project, status, "
         + "requires_approval, inputs, created_at, updated_at, finished_at, approval, error, definition, steps, "
         + "current_step, due_at, lease_owner, lease_until, version, kind, agent_id, output, parent_run_id, rerun_of, "
-        + "concurrency_key) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+        + "concurrency_key, thread_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
     try {
       ps.setString(1, run.id());
       ps.setString(2, run.workspaceId());
@@ -57,6 +57,7 @@ public interface RunDao {
       ps.setString(23, run.parentRunId());
       ps.setString(24, run.rerunOf());
       ps.setString(25, run.concurrencyKey());
+      ps.setString(26, run.threadId());
       ps.addBatch();
     } catch (SQLException e) {
       throw new Jdbc.UncheckedSqlException(e);
@@ -154,7 +155,8 @@ public interface RunDao {
         rs.getString("approval"), rs.getString("error"), rs.getString("definition"), rs.getString("steps"),
         rs.getInt("current_step"), Jdbc.getTime(rs, "due_at"), rs.getString("lease_owner"),
         Jdbc.getTime(rs, "lease_until"), rs.getInt("version"), rs.getString("output"),
-        rs.getString("parent_run_id"), rs.getString("rerun_of"), rs.getString("concurrency_key"));
+        rs.getString("parent_run_id"), rs.getString("rerun_of"), rs.getString("concurrency_key"),
+        rs.getString("thread_id"));
   }
 
   @SqlQuery("SELECT * FROM run WHERE workspace_id = :workspaceId <filters> ORDER BY id DESC LIMIT :limit")

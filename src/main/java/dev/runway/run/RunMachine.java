@@ -108,9 +108,12 @@ public abstract class RunMachine {
     return true;
   }
 
-  /** Whether saving {@code next} over {@code before} frees a place of the run's concurrency key: an active run ended. */
+  /**
+   * Whether saving {@code next} over {@code before} frees a place of the run's concurrency key or of
+   * its thread: an active run ended.
+   */
   static boolean releases(Run before, Run next) {
-    return next.concurrencyKey() != null && next.isEnded()
+    return (next.concurrencyKey() != null || next.threadId() != null) && next.isEnded()
         && RunStatus.parse(before.status()).map(RunStatus::isActive).orElse(false);
   }
 

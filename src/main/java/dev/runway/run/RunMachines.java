@@ -15,6 +15,7 @@ public final class RunMachines {
   private final CallPlaces places;
   private final SignalWaits signalWaits;
   private final ConcurrencyKeys concurrency;
+  private final Threads threads;
   private final WeighedCache<String, WorkflowRunMachine.Definition> workflows =
       new WeighedCache<>(3_000_000, (text, definition) -> 3L * text.length());
   private final WeighedCache<String, AgentRunMachine.Definition> agents =
@@ -35,11 +36,22 @@ public final class RunMachines {
   /** As above; workflow runs' templates see their signal URLs as {@code signalUrls} makes them. */
   public RunMachines(long approvalTimeoutSeconds, AllowedModels allowedModels, Runnable runDue, CrmWriter crm,
       CallPlaces places, SignalUrls signalUrls) {
+    this(approvalTimeoutSeconds, allowedModels, runDue, crm, places, signalUrls, ThreadWindow.DEFAULT);
+  }
+
+  /** As above; a run that continues a thread is given its earlier messages within {@code threadWindow}. */
+  public RunMachines(long approvalTimeoutSeconds, AllowedModels allowedModels, Runnable runDue, CrmWriter crm,
+      CallPlaces places, SignalUrls signalUrls, ThreadWindow threadWindow) {
     this.places = places;
     this.signalWaits = new SignalWaits(this, approvalTimeoutSeconds, runDue, signalUrls);
     this.children = new ChildRuns(this, approvalTimeoutSeconds, allowedModels, runDue, places);
     this.crmSteps = new CrmSteps(crm, this, approvalTimeoutSeconds, runDue);
     this.concurrency = new ConcurrencyKeys(this, approvalTimeoutSeconds, runDue);
+    this.threads = new Threads(this, approvalTimeoutSeconds, runDue, threadWindow);
+  }
+
+  Threads threads() {
+    return threads;
   }
 
   ConcurrencyKeys concurrency() {
@@ -96,6 +108,7 @@ public final class RunMachines {
     }
     AgentRunMachine machine = new AgentRunMachine(run, now, definition);
     machine.children = children;
+    machine.concurrencyKeys = concurrency; // hands on its thread's place when it ends
     return machine;
   }
 }

@@ -26,7 +26,7 @@ import java.util.concurrent.Executor;
 /** HTTP handlers for starting, reading and listing runs. */
 public final class RunRoutes {
   private static final Set<String> START_FIELDS = Set.of("project", "inputs");
-  private static final Set<String> AGENT_START_FIELDS = Set.of("project", "input", "model", "stream");
+  private static final Set<String> AGENT_START_FIELDS = Set.of("project", "input", "model", "stream", "thread_id");
   private static final Set<String> MESSAGE_PARAMS = Set.of("limit", "starting_after");
   private static final Set<String> DECISION_FIELDS = Set.of("comment", "tool_call_ids");
   private static final Set<String> LIST_PARAMS =
@@ -128,7 +128,7 @@ public final class RunRoutes {
     String idempotencyKey = idempotencyKey(ctx);
     AgentStartBody body = agentStartBody(bodies.requiredObject(ctx));
     respond(ctx, starts.startAgent(AuthHandler.principal(ctx), new RunStarts.AgentStartRequest(agentId, body.project(),
-        body.input(), body.model(), body.stream(), idempotencyKey)));
+        body.input(), body.model(), body.stream(), idempotencyKey, body.threadId())));
   }
 
   private void respond(Context ctx, CompletableFuture<RunStarts.Started> started) {
@@ -185,10 +185,10 @@ public final class RunRoutes {
     return new StartBody(fields.requiredSlug("project"), fields.optionalObject("inputs"));
   }
 
-  /** The fields of an agent run's start body. */
-  public record AgentStartBody(String project, JsonNode input, String model, boolean stream) {}
+  /** The fields of an agent run's start body; {@code threadId} null to start a new thread. */
+  public record AgentStartBody(String project, JsonNode input, String model, boolean stream, String threadId) {}
 
-  /** Checks an agent run's start body: {project, input (text or an object), model?}. */
+  /** Checks an agent run's start body: {project, input (text or an object), model?, thread_id?}. */
   public static AgentStartBody agentStartBody(ObjectNode body) {
     JsonFields fields = JsonFields.of(body, AGENT_START_FIELDS);
     String project = fields.requiredSlug("project");
@@ -200,7 +200,12 @@ public final class RunRoutes {
     if (model != null && model.isBlank()) {
       throw DomainException.invalid("model", "model must not be blank: leave it out to use the agent's");
     }
-    return new AgentStartBody(project, input, model, fields.optionalBoolean("stream", false));
+    JsonNode thread = body.get("thread_id");
+    if (thread != null && !thread.isNull() && !(thread.isTextual() && Ids.looksLike("thr", thread.asText()))) {
+      throw DomainException.invalid("thread_id", "thread_id must be a thread id (thr_ and 26 characters), as a "
+          + "run's thread_id shows it; leave it out to start a new thread");
+    }
+    return new AgentStartBody(project, input, model, fields.optionalBoolean("stream", false), thread == null || thread.isNull() ? null : thread.asText());
   }
 
   /** The comment of an approve or reject body: {comment?}, at most 1000 characters; null when absent. */

@@ -45,6 +45,7 @@ public final class RunStarts {
   private final Runnable runDue;
   private final Quotas quotas;
   private final RunMachines machines;
+  private final ThreadService threads;
   /**
    * What a new run of each workflow starts with, by workspace and workflow id (about 2 MB): a new
    * version of a workflow replaces its old template, which is not kept.
@@ -63,8 +64,9 @@ public final class RunStarts {
    */
   public RunStarts(GroupCommitter committer, WorkflowService workflows, AgentService agents,
       IdempotencyStore idempotency, long approvalTimeoutSeconds, Runnable runDue, Quotas quotas,
-      RunMachines machines) {
+      RunMachines machines, ThreadService threads) {
     this.machines = machines;
+    this.threads = threads;
     this.committer = committer;
     this.workflows = workflows;
     this.agents = agents;
@@ -79,10 +81,18 @@ public final class RunStarts {
 
   /**
    * An agent run's start request after validation at the edge: {@code input} is text or an object;
-   * {@code model} may be null; {@code stream}: the model streams its answers (run.message.delta events).
+   * {@code model} may be null; {@code stream}: the model streams its answers (run.message.delta
+   * events); {@code threadId} the thread it continues, null to start a new one.
    */
   public record AgentStartRequest(String agentId, String project, JsonNode input, String model, boolean stream,
-      String idempotencyKey) {}
+      String idempotencyKey, String threadId) {
+
+    /** A request that starts a new thread. */
+    public AgentStartRequest(String agentId, String project, JsonNode input, String model, boolean stream,
+        String idempotencyKey) {
+      this(agentId, project, input, model, stream, idempotencyKey, null);
+    }
+  }
 
   /** The response to send: status and JSON body, and whether it is a replay of a stored one. */
   public record Started(int status, String body, boolean replayed) {}
@@ -386,7 +396,7 @@ public final class RunStarts {
    * on as far as it goes without waiting, with its events and first messages.
    */
   private record Firsts(Run started, Run run, List<Event> events, List<RunMessage> messages, boolean callDue,
-      RunMachine machine, Attempting attempting, String actor) {}
+      RunMachine machine, Attempting attempting, String actor, boolean newThread) {}
 
   /**
    * The moves a new run makes at once (finish a run without steps, stop at an approval gate, start
@@ -412,7 +422,7 @@ public final class RunStarts {
           machine.events().size())));
     }
     return new Firsts(run.withConcurrencyKey(stored.concurrencyKey()), stored, events, List.of(), callDue, machine,
-        attempting, actor);
+        attempting, actor, false);
   }
 
   /**
@@ -434,12 +444,17 @@ public final class RunStarts {
           + caller.workspaceId() + "'");
     }
     AgentDefinition definition = agentDefinition(agent);
+    if (request.threadId() != null) {
+      threads.continued(caller, request.threadId(), request.project());
+    }
     Instant now = Time.now();
     agents.checkStart(caller.workspaceId(), definition, request.model(), now);
+    String thread = request.threadId() != null ? request.threadId() : Ids.newId("thr", now.toEpochMilli());
     Run run = Run.newAgentRun(Ids.newId("run", now.toEpochMilli()), caller.workspaceId(), agent.id(),
         request.project(), definition.requiresApproval(), Json.string(request.input()), now,
         AgentRunMachine.definitionJson(definition, request.model() != null ? request.model() : definition.model()),
-        AgentRunMachine.initialProgress(now.plusSeconds(definition.limits().timeoutSeconds()), request.stream()));
+        AgentRunMachine.initialProgress(now.plusSeconds(definition.limits().timeoutSeconds()), request.stream()))
+        .inThread(thread);
     List<Event> events = new ArrayList<>();
     events.add(RunMachine.started(run, caller.keyId()));
     AgentRunMachine machine = machines.agent(run, now);
@@ -447,7 +462,7 @@ public final class RunStarts {
     boolean callDue = machine.moveUntilWaiting(approvalTimeoutSeconds, 1) != AgentRunMachine.Next.NOTHING;
     events.addAll(machine.events());
     return new Firsts(run, machine.toRun(null, null), events, machine.messages(), callDue, machine, null,
-        caller.keyId());
+        caller.keyId(), request.threadId() == null);
   }
 
   /** An agent's definition, parsed (its schemas checked) once per version of the agent. */
@@ -467,7 +482,8 @@ public final class RunStarts {
   /**
    * Stores the new run with its events and messages, and the child runs its first moves started; a
    * run of a workflow with a concurrency setting that finds no free place of its key is stored
-   * queued or skipped instead (see {@link ConcurrencyKeys#admit}).
+   * queued or skipped instead (see {@link ConcurrencyKeys#admit}); so is an agent run whose thread
+   * has another run active (see {@link Threads#admit}).
    * A run that stands at an http call goes to the engine of this process with its attempt started
    * when the engine has a place for it (see {@link CallPlaces}), else it is stored due, for a claim.
    * Returns whether it waits for a claim: then wake the engine after the commit.
@@ -494,6 +510,16 @@ public final class RunStarts {
     }
     Run stored = firsts.run();
     List<Event> events = firsts.events();
+    if (stored.threadId() != null) {
+      Threads.Admitted admitted = machines.threads().admit(tx, firsts.started(), stored, firsts.newThread(),
+          firsts.actor());
+      if (admitted.queuedEvent() != null) { // another run of the thread is active: this one waits its turn
+        RunDao.insert(tx, admitted.run());
+        RunEvents.store(tx, admitted.run(), List.of(admitted.queuedEvent()));
+        return false;
+      }
+      stored = admitted.run();
+    }
     CallPlaces.Place place = firsts.attempting() == null ? null : machines.places().take(stored);
     if (place != null) {
       stored = place.leaseIn(tx, firsts.attempting().run());
@@ -517,7 +543,8 @@ public final class RunStarts {
   private static String requestHash(AgentStartRequest request) {
     String canonical = "POST /v1/agents/" + request.agentId() + "/runs\n" + request.project() + "\n"
         + Json.canonical(request.input()) + "\n" + (request.model() == null ? "" : request.model())
-        + (request.stream() ? "\nstream" : "");
+        + (request.stream() ? "\nstream" : "")
+        + (request.threadId() == null ? "" : "\n" + request.threadId());
     return Sha256.hex(canonical);
   }
 }

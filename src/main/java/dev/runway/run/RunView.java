@@ -90,7 +90,8 @@ public sealed interface RunView permits RunView.WorkflowRun, RunView.AgentRun {
   /**
    * An agent run: its input, its output (the last assistant text, null until there is one), what it
    * used, the model it asks for and the endpoint that served it (null until the first model call),
-   * and whether the model streams its answers.
+   * its thread (null for a child run of a workflow's agent step), and whether the model streams its
+   * answers.
    */
   @JsonPropertyOrder({"id", "kind", "agent", "workflow", "status", "requires_approval", "created_at"})
   record AgentRun(
@@ -102,6 +103,7 @@ public sealed interface RunView permits RunView.WorkflowRun, RunView.AgentRun {
       boolean requiresApproval,
       Instant createdAt,
       String parentRunId,
+      String threadId,
       String project,
       @JsonRawValue String input,
       JsonNode output,
@@ -121,9 +123,9 @@ public sealed interface RunView permits RunView.WorkflowRun, RunView.AgentRun {
       // The sandbox answers whatever model the run names: the run says so rather than name a model that never ran.
       String model = AgentRunMachine.SANDBOX.equals(endpoint) ? AgentRunMachine.SANDBOX : definition.path("model").asText();
       return new AgentRun(run.id(), Run.AGENT, run.agentId(), null, run.status(), run.requiresApproval(),
-          run.createdAt(), run.parentRunId(), run.project(), run.inputs(), progress.path("output"), progress.path("usage"),
-          model, endpoint, progress.path("stream").asBoolean(false), run.updatedAt(), run.finishedAt(), run.approval(),
-          run.error());
+          run.createdAt(), run.parentRunId(), run.threadId(), run.project(), run.inputs(), progress.path("output"),
+          progress.path("usage"), model, endpoint, progress.path("stream").asBoolean(false), run.updatedAt(),
+          run.finishedAt(), run.approval(), run.error());
     }
   }
 }

@@ -29,8 +29,9 @@ class SandboxAgentRunsTest {
         Http.Reply started = http.post("/v1/agents/clock/runs", "{\"project\":\"demo\",\"input\":\"Europe/Paris\"}");
         assertEquals(200, started.status(), started::toString);
         JsonNode run = started.json();
-        assertEquals(List.of("id", "kind", "agent", "workflow", "status", "requires_approval", "created_at", "parent_run_id", "project",
-            "input", "output", "usage", "model", "model_endpoint", "stream", "updated_at", "finished_at", "approval", "error"),
+        assertEquals(List.of("id", "kind", "agent", "workflow", "status", "requires_approval", "created_at", "parent_run_id",
+            "thread_id", "project", "input", "output", "usage", "model", "model_endpoint", "stream", "updated_at",
+            "finished_at", "approval", "error"),
             fieldNames(run));
         assertEquals("agent", run.get("kind").asText());
         assertEquals("clock", run.get("agent").asText());

@@ -144,7 +144,7 @@ class ReadRunsTest {
       Run changed = new Run(ended.id(), ended.workspaceId(), ended.kind(), ended.workflowId(), null, ended.project(), "running",
           ended.requiresApproval(), ended.inputs(), ended.createdAt(), Instant.now(), null, ended.approval(),
           ended.error(), ended.definition(), ended.steps(), 0, Instant.now(), null, null, ended.version() + 1, null, null, null,
-          null);
+          null, null);
       assertEquals(0, (int) api.jdbi().withExtension(RunDao.class, dao -> dao.saveProgress(changed)));
       assertEquals("succeeded", api.storedRun(id).orElseThrow().get("status"));
       assertEquals("succeeded", http.get("/v1/runs/" + id).json().get("status").asText());

@@ -318,6 +318,13 @@ class ConsoleRunsTest {
         assertFalse(page.body().contains("http-equiv=\"refresh\""), "an ended run's page does not reload");
         assertTrue(browser.get("/console/runs?kind=agent").body().contains(id));
         assertTrue(browser.get("/console/workflows").body().contains("<code>clock</code>"));
+        // Its thread, and how much of it a run that continues the thread was given.
+        String thread = http.get("/v1/runs/" + id).json().get("thread_id").asText();
+        assertTrue(page.body().contains("<dt>Thread</dt><dd><code>" + thread + "</code>"), page::toString);
+        String next = http.post("/v1/agents/clock/runs", "{\"project\":\"demo\",\"input\":\"Asia/Tokyo\","
+            + "\"thread_id\":\"" + thread + "\"}").json().get("id").asText();
+        dev.runway.support.Runs.awaitStatus(http, next, "succeeded");
+        assertTrue(browser.get("/console/runs/" + next).body().contains("(given 4 earlier messages of the thread)"));
       });
     }
   }
