@@ -132,7 +132,8 @@ final class AgentRunner extends CallingRunner<AgentRunMachine> {
   public long weight(Run run) {
     JsonNode progress = Json.tree(run.steps());
     int answer = AgentRunMachine.callingModel(progress) ? MODEL_ANSWER_ROOM
-        : AgentRunMachine.listingMcp(progress) ? settings.maxResponseBytes() * AgentDefinition.MAX_MCP_SERVERS
+        : AgentRunMachine.listingMcp(progress)
+            ? settings.maxResponseBytes() * Math.min(modelSettings.maxParallelToolCalls(), AgentDefinition.MAX_MCP_SERVERS)
         : settings.maxResponseBytes() * Math.min(modelSettings.maxParallelToolCalls(), toMake(progress));
     return CallMemory.weight(run, answer) + 2 * progress.path("transcript_chars").asLong();
   }
