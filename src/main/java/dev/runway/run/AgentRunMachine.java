@@ -24,8 +24,12 @@ import java.util.Map;
  * (response_format) and checks the final answer: a mismatch is sent back once as a user message,
  * which makes one more turn; a second ends the run with output_invalid.
  *
- * <p>Its progress document: {@code phase} ("model": the next move is a model call; "tools": the
- * last answer's tool calls are being worked through), {@code turns}, {@code messages} (the
+ * <p>Its progress document: {@code phase} ("mcp": the agent's MCP servers' tools are being listed,
+ * before the first model call; "model": the next move is a model call; "tools": the last answer's
+ * tool calls are being worked through), {@code mcp_tools} (each MCP server's tools as listed at the
+ * start, {name, description, input_schema}: what the model is offered for the whole run; absent
+ * until listed), {@code mcp_listing} and {@code mcp_list_attempts} (a listing started and not
+ * recorded, and how many were started), {@code turns}, {@code messages} (the
  * transcript's length), {@code usage}, {@code output}, {@code deadline}, {@code model_attempt} and
  * {@code model_calling} (an attempt started and not recorded), {@code bad_in_a_row} and
  * {@code transcript_chars}, {@code model_endpoint} (of the last model call), {@code last_call_tokens}
