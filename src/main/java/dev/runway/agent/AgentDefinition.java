@@ -22,9 +22,16 @@ import java.util.regex.Pattern;
  * ({@code outputSchema}; null: the output is the model's last text).
  */
 public record AgentDefinition(String name, String description, String model, String instructions, List<Tool> tools,
-    boolean requiresApproval, Limits limits, JsonNode outputSchema) {
-  private static final Set<String> FIELDS =
-      Set.of("name", "description", "model", "instructions", "tools", "requires_approval", "limits", "output_schema");
+    boolean requiresApproval, Limits limits, JsonNode outputSchema, List<McpServer> mcpServers) {
+  private static final Set<String> FIELDS = Set.of("name", "description", "model", "instructions", "tools",
+      "requires_approval", "limits", "output_schema", "mcp_servers");
+  private static final Set<String> MCP_FIELDS =
+      Set.of("name", "url", "headers", "allowed_tools", "requires_approval", "timeout_ms");
+  /** An MCP server's name: its tools are offered to the model as {@code <server>__<tool>}. */
+  private static final Pattern MCP_SERVER_NAME = Pattern.compile("[A-Za-z0-9_-]{1,61}");
+  /** Between an MCP server's name and its tool's in the name the model sees. */
+  public static final String MCP_SEPARATOR = "__";
+  public static final int MAX_MCP_SERVERS = 8;
   private static final Set<String> TOOL_FIELDS =
       Set.of("name", "description", "parameters", "url", "headers", "timeout_ms", "requires_approval");
   private static final Set<String> LIMIT_FIELDS = Set.of("max_turns", "max_tool_calls", "max_total_tokens", "timeout_s",
@@ -69,6 +76,32 @@ public record AgentDefinition(String name, String description, String model, Str
     }
   }
 
+  /**
+   * An MCP server (Streamable HTTP) whose tools the agent may call: where it is (url, headers; both
+   * may refer to secrets), which of its tools the model is offered ({@code allowedTools}; null: all),
+   * which need a person's approval ({@code approveAll}, or those in {@code approvalTools}) and how
+   * long one request may take.
+   */
+  public record McpServer(String name, String url, Map<String, String> headers, List<String> allowedTools,
+      boolean approveAll, List<String> approvalTools, int timeoutMs) {
+    /** The workspace secrets its url and headers refer to. */
+    public Set<String> secretNames() {
+      Set<String> names = new HashSet<>(SecretReferences.names(url));
+      headers.values().forEach(v -> names.addAll(SecretReferences.names(v)));
+      return names;
+    }
+
+    /** Whether the model may be offered its tool {@code tool}. */
+    public boolean allows(String tool) {
+      return allowedTools == null || allowedTools.contains(tool);
+    }
+
+    /** Whether a call of its tool {@code tool} waits for a person's approval. */
+    public boolean requiresApproval(String tool) {
+      return approveAll || approvalTools.contains(tool);
+    }
+  }
+
   /** Reads a definition; a missing name defaults to the agent id. Refuses bad fields with a 400 naming them. */
   public static AgentDefinition parse(String agentId, ObjectNode body) {
     JsonFields fields = JsonFields.of(body, FIELDS);
@@ -77,15 +110,101 @@ public record AgentDefinition(String name, String description, String model, Str
       throw DomainException.invalid("model", "model is required: the name the model endpoint knows it by, "
           + "e.g. gpt-4o-mini, llama3.1");
     }
+    List<Tool> tools = tools(fields.optionalArray("tools"));
     return new AgentDefinition(
         fields.optionalString("name", agentId, 200),
         fields.optionalString("description", "", 2000),
         model,
         fields.optionalString("instructions", "", 32_768),
-        tools(fields.optionalArray("tools")),
+        tools,
         fields.optionalBoolean("requires_approval", false),
         limits(fields.optionalObject("limits")),
-        outputSchema(body.get("output_schema")));
+        outputSchema(body.get("output_schema")),
+        mcpServers(fields.optionalArray("mcp_servers"), tools));
+  }
+
+  private static List<McpServer> mcpServers(JsonNode servers, List<Tool> tools) {
+    if (servers.size() > MAX_MCP_SERVERS) {
+      throw DomainException.invalid("mcp_servers", "an agent has at most " + MAX_MCP_SERVERS + " MCP servers");
+    }
+    List<McpServer> parsed = new ArrayList<>();
+    Set<String> names = new HashSet<>();
+    for (int i = 0; i < servers.size(); i++) {
+      String at = "mcp_servers[" + i + "]";
+      if (!servers.get(i).isObject()) {
+        throw DomainException.invalid(at, at + " must be a JSON object with a name and a url");
+      }
+      McpServer server = mcpServer((ObjectNode) servers.get(i), at + ".");
+      if (!names.add(server.name())) {
+        throw DomainException.invalid(at + ".name", at + ".name: another MCP server is named '" + server.name()
+            + "' already");
+      }
+      for (Tool t : tools) {
+        if (t.name().startsWith(server.name() + MCP_SEPARATOR)) {
+          throw DomainException.invalid(at + ".name", at + ".name: tool '" + t.name() + "' starts with '"
+              + server.name() + MCP_SEPARATOR + "', as this server's tools are named for the model: rename one");
+        }
+      }
+      parsed.add(server);
+    }
+    return List.copyOf(parsed);
+  }
+
+  private static McpServer mcpServer(ObjectNode server, String prefix) {
+    JsonFields f = JsonFields.of(server, MCP_FIELDS, prefix);
+    String name = f.optionalString("name", null, 61);
+    if (name == null || !MCP_SERVER_NAME.matcher(name).matches()) {
+      throw DomainException.invalid(prefix + "name", prefix + "name is required: 1-61 letters, digits, '_' and '-' "
+          + "(the model sees its tools as <name>" + MCP_SEPARATOR + "<tool>, at most 64 characters)");
+    }
+    if (name.contains(MCP_SEPARATOR)) {
+      throw DomainException.invalid(prefix + "name", prefix + "name may not hold '" + MCP_SEPARATOR + "': it "
+          + "separates the server's name from its tool's in the names the model sees");
+    }
+    String url = CallTargets.url(server.get("url"), prefix + "url");
+    Map<String, String> headers = CallTargets.headers(f.optionalObject("headers"), prefix + "headers");
+    List<String> allowed = null;
+    if (server.hasNonNull("allowed_tools")) {
+      allowed = toolNames(f.optionalArray("allowed_tools"), prefix + "allowed_tools", name);
+    }
+    JsonNode approval = server.get("requires_approval");
+    boolean approveAll = false;
+    List<String> approvalTools = List.of();
+    if (approval != null && approval.isBoolean()) {
+      approveAll = approval.booleanValue();
+    } else if (approval != null && approval.isArray()) {
+      approvalTools = toolNames(approval, prefix + "requires_approval", name);
+    } else if (approval != null && !approval.isNull()) {
+      throw DomainException.invalid(prefix + "requires_approval", prefix + "requires_approval must be true, false "
+          + "or a list of the server's tool names, not " + Json.kindOf(approval));
+    }
+    return new McpServer(name, url, headers, allowed, approveAll, approvalTools,
+        (int) f.optionalLong("timeout_ms", 10_000, 1, 300_000));
+  }
+
+  /** A list of an MCP server's tool names, each fitting the model's function-name rule once prefixed. */
+  private static List<String> toolNames(JsonNode list, String param, String server) {
+    if (list.size() > 128) {
+      throw DomainException.invalid(param, param + " lists at most 128 tools");
+    }
+    List<String> names = new ArrayList<>();
+    for (int i = 0; i < list.size(); i++) {
+      JsonNode n = list.get(i);
+      if (!n.isTextual() || !TOOL_NAME.matcher(server + MCP_SEPARATOR + n.asText()).matches()) {
+        throw DomainException.invalid(param + "[" + i + "]", param + "[" + i + "] must be a tool name of letters, "
+            + "digits, '_' and '-' such that " + server + MCP_SEPARATOR + "<tool> has at most 64 characters");
+      }
+      if (!names.contains(n.asText())) {
+        names.add(n.asText());
+      }
+    }
+    return List.copyOf(names);
+  }
+
+  /** The model's name for tool {@code tool} of MCP server {@code server}, or null when it breaks the function-name rule. */
+  public static String mcpToolName(String server, String tool) {
+    String name = server + MCP_SEPARATOR + tool;
+    return TOOL_NAME.matcher(name).matches() ? name : null;
   }
 
   /** The JSON Schema (of any JSON value) the run's output must match, checked as a tool's parameters are; or null. */
@@ -179,6 +298,11 @@ public record AgentDefinition(String name, String description, String model, Str
       fields.put(at + "url", tools.get(i).url());
       tools.get(i).headers().forEach((name, value) -> fields.put(at + "headers." + name, value));
     }
+    for (int i = 0; i < mcpServers.size(); i++) {
+      String at = "mcp_servers[" + i + "].";
+      fields.put(at + "url", mcpServers.get(i).url());
+      mcpServers.get(i).headers().forEach((name, value) -> fields.put(at + "headers." + name, value));
+    }
     return fields;
   }
 
@@ -206,6 +330,25 @@ public record AgentDefinition(String name, String description, String model, Str
     }
     if (outputSchema != null) {
       out.set("output_schema", outputSchema);
+    }
+    if (!mcpServers.isEmpty()) {
+      ArrayNode servers = out.putArray("mcp_servers");
+      for (McpServer m : mcpServers) {
+        ObjectNode server = servers.addObject().put("name", m.name()).put("url", m.url());
+        ObjectNode headers = server.putObject("headers");
+        m.headers().forEach(headers::put);
+        if (m.allowedTools() == null) {
+          server.putNull("allowed_tools");
+        } else {
+          m.allowedTools().forEach(server.putArray("allowed_tools")::add);
+        }
+        if (m.approvalTools().isEmpty()) {
+          server.put("requires_approval", m.approveAll());
+        } else {
+          m.approvalTools().forEach(server.putArray("requires_approval")::add);
+        }
+        server.put("timeout_ms", m.timeoutMs());
+      }
     }
     return out;
   }

@@ -21,6 +21,7 @@ public record AgentView(
     boolean requiresApproval,
     JsonNode limits,
     @JsonInclude(JsonInclude.Include.NON_NULL) JsonNode outputSchema,
+    JsonNode mcpServers,
     Instant createdAt,
     Instant updatedAt,
     Instant archivedAt) {
@@ -28,12 +29,13 @@ public record AgentView(
   public static AgentView of(Agent a) {
     ObjectNode d = (ObjectNode) Json.tree(a.definition());
     d.path("tools").forEach(tool -> SecretReferences.maskLiteral(tool.path("headers")));
+    d.path("mcp_servers").forEach(server -> SecretReferences.maskLiteral(server.path("headers")));
     if (d.path("limits").path("max_total_tokens").asLong() > AgentDefinition.MAX_TOTAL_TOKENS) {
       // Saved when the bound was wider: shown as the bound its runs are held to (AgentDefinition.stored).
       ((ObjectNode) d.get("limits")).put("max_total_tokens", AgentDefinition.MAX_TOTAL_TOKENS);
     }
     return new AgentView(a.id(), a.name(), a.description(), d.path("model").asText(), d.path("instructions").asText(),
         d.path("tools"), d.path("requires_approval").asBoolean(), d.path("limits"), d.get("output_schema"),
-        a.createdAt(), a.updatedAt(), a.archivedAt());
+        d.has("mcp_servers") ? d.get("mcp_servers") : Json.MAPPER.createArrayNode(), a.createdAt(), a.updatedAt(), a.archivedAt());
   }
 }

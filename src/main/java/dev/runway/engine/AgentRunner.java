@@ -48,6 +48,7 @@ final class AgentRunner extends CallingRunner<AgentRunMachine> {
   private final ModelSettings modelSettings;
   private final ModelClient model;
   private final AgentToolCaller tools;
+  private final McpClient mcp;
   private final RunMachines machines;
   private final TokenQuota tokens;
   /**
@@ -58,12 +59,14 @@ final class AgentRunner extends CallingRunner<AgentRunMachine> {
   private final Map<String, Long> usedThisRound = new HashMap<>();
 
   AgentRunner(Jdbi jdbi, GroupCommitter committer, EngineSettings settings, ModelSettings modelSettings,
-      ModelClient model, AgentToolCaller tools, RunMachines machines, Leases leases, Executor executor) {
+      ModelClient model, AgentToolCaller tools, McpClient mcp, RunMachines machines, Leases leases,
+      Executor executor) {
     super(committer, settings, leases, executor);
     this.jdbi = jdbi;
     this.modelSettings = modelSettings;
     this.model = model;
     this.tools = tools;
+    this.mcp = mcp;
     this.machines = machines;
     this.tokens = new TokenQuota(jdbi, modelSettings.tokensPerWorkspacePerDay());
   }
@@ -113,6 +116,8 @@ final class AgentRunner extends CallingRunner<AgentRunMachine> {
   private Run lease(AgentRunMachine m, AgentRunMachine.Next next) {
     if (next == AgentRunMachine.Next.MODEL) {
       m.startModelCall(modelSettings.baseUrl());
+    } else if (next == AgentRunMachine.Next.MCP_LIST) {
+      m.startMcpList();
     } else {
       m.startToolCalls(parallelCap(m), true);
     }
@@ -129,6 +134,8 @@ final class AgentRunner extends CallingRunner<AgentRunMachine> {
   public long weight(Run run) {
     JsonNode progress = Json.tree(run.steps());
     int answer = AgentRunMachine.callingModel(progress) ? MODEL_ANSWER_ROOM
+        : AgentRunMachine.listingMcp(progress)
+            ? settings.maxResponseBytes() * Math.min(modelSettings.maxParallelToolCalls(), AgentDefinition.MAX_MCP_SERVERS)
         : settings.maxResponseBytes() * Math.min(modelSettings.maxParallelToolCalls(), toMake(progress));
     return CallMemory.weight(run, answer) + 2 * (progress.path("transcript_chars").asLong()
         + progress.path("thread_context_chars").asLong());
@@ -169,9 +176,36 @@ final class AgentRunner extends CallingRunner<AgentRunMachine> {
           .thenCompose(outcome -> deltas.flushed().thenApply(v -> outcome))
           .thenComposeAsync(outcome -> settle(calling, room, hold, m -> answered(m, outcome)), executor);
     }
+    if (before.listingMcp()) {
+      return listMcp(calling, before, left, room, hold);
+    }
     Turn turn = new Turn(calling, room, hold);
     turn.send(calling, before.callingTools());
     return turn.done;
+  }
+
+  /** Lists the tools of every MCP server of the agent at once, then records them (or the failure). */
+  private CompletableFuture<Run> listMcp(Run calling, AgentRunMachine before, Duration left,
+      CallMemory.Reservation room, Leases.Hold hold) {
+    List<AgentDefinition.McpServer> servers = before.definition().agent().mcpServers();
+    List<CompletableFuture<McpClient.Listed>> lists = servers.stream().map(server -> mcp.list(calling.workspaceId(),
+        calling.id(), server, shorter(Duration.ofMillis(server.timeoutMs()), left))).toList();
+    return CompletableFuture.allOf(lists.toArray(CompletableFuture[]::new)).thenComposeAsync(v -> {
+      Map<String, List<ObjectNode>> listed = new HashMap<>();
+      Map<String, List<String>> skipped = new HashMap<>();
+      Map<String, String> errors = new HashMap<>();
+      for (int i = 0; i < servers.size(); i++) {
+        McpClient.Listed one = lists.get(i).join();
+        String name = servers.get(i).name();
+        if (one.error() != null) {
+          errors.put(name, one.error());
+        } else {
+          listed.put(name, one.tools());
+          skipped.put(name, one.skipped());
+        }
+      }
+      return settle(calling, room, hold, m -> m.mcpListed(listed, skipped, errors));
+    }, executor);
   }
 
   /**
@@ -210,6 +244,13 @@ final class AgentRunner extends CallingRunner<AgentRunMachine> {
       for (ObjectNode call : calls) {
         String id = call.get("id").asText();
         AgentDefinition.Tool tool = m.tool(call.get("name").asText());
+        if (tool == null) {
+          AgentRunMachine.McpTool mcpTool = m.mcpTool(call.get("name").asText());
+          Duration timeout = shorter(Duration.ofMillis(mcpTool.server().timeoutMs()), left);
+          mcp.call(run.workspaceId(), run.id(), mcpTool.server(), mcpTool.name(), AgentRunMachine.arguments(call),
+              timeout).thenAccept(result -> answered(id, result));
+          continue;
+        }
         Duration timeout = shorter(Duration.ofMillis(tool.timeoutMs()), left);
         tools.call(run.workspaceId(), run.id(), run.agentId(), tool, id, AgentRunMachine.arguments(call), timeout)
             .thenAccept(result -> answered(id, result));

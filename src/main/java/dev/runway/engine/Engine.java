@@ -110,7 +110,8 @@ public final class Engine implements AutoCloseable {
     // One trusted endpoint serves every model call: it is bounded by the calls in flight, not per host.
     this.model = ModelClient.of(modelSettings, settings.maxCallsInFlight(), settings.maxCallsInFlight());
     this.agents = new AgentRunner(jdbi, committer, settings, modelSettings, model,
-        new AgentToolCaller(outbound, secrets, settings.maxResponseBytes()), machines, leases, workers);
+        new AgentToolCaller(outbound, secrets, settings.maxResponseBytes()),
+        new McpClient(outbound, secrets, settings.maxResponseBytes()), machines, leases, workers);
     this.dispatcher = new Thread(this::dispatch, "runway-engine-dispatcher");
     this.dispatcher.setDaemon(true);
   }

@@ -61,8 +61,15 @@ public final class OutboundHttp implements AutoCloseable {
     boolean take(ByteBuffer bytes);
   }
 
-  /** An answer: its status, its body (at most maxAnswerBytes; {@code cut} when there was more), Retry-After. */
-  public record Answer(int status, byte[] body, boolean cut, String retryAfter) {}
+  /**
+   * An answer: its status, its body (at most maxAnswerBytes; {@code cut} when there was more),
+   * Retry-After, and the Content-Type and Mcp-Session-Id headers (null when absent).
+   */
+  public record Answer(int status, byte[] body, boolean cut, String retryAfter, String contentType, String sessionId) {
+    public Answer(int status, byte[] body, boolean cut, String retryAfter) {
+      this(status, body, cut, retryAfter, null, null);
+    }
+  }
 
   /** Why a call got no answer; the message names no address and no secret (query strings, headers). */
   public enum Failure { REFUSED, UNRESOLVED, TIMEOUT, CONNECTION, NO_ROOM }
@@ -208,7 +215,8 @@ public final class OutboundHttp implements AutoCloseable {
       Throwable failure = result.getFailure();
       if (failure == null || failure instanceof AnswerCut) {
         done.complete(new Answer(response.getStatus(), body.toByteArray(), cut,
-            response.getHeaders().get(HttpHeader.RETRY_AFTER)));
+            response.getHeaders().get(HttpHeader.RETRY_AFTER), response.getHeaders().get(HttpHeader.CONTENT_TYPE),
+            response.getHeaders().get("Mcp-Session-Id")));
         return;
       }
       done.completeExceptionally(noAnswer(failure, call));

@@ -14,7 +14,6 @@ import java.time.Duration;
 import java.time.Instant;
 import java.util.List;
 import java.util.Map;
-import java.util.stream.Collectors;
 
 /**
  * An agent run's progress and the moves it may make, on top of what every run shares
@@ -25,8 +24,12 @@ import java.util.stream.Collectors;
  * (response_format) and checks the final answer: a mismatch is sent back once as a user message,
  * which makes one more turn; a second ends the run with output_invalid.
  *
- * <p>Its progress document: {@code phase} ("model": the next move is a model call; "tools": the
- * last answer's tool calls are being worked through), {@code turns}, {@code messages} (the
+ * <p>Its progress document: {@code phase} ("mcp": the agent's MCP servers' tools are being listed,
+ * before the first model call; "model": the next move is a model call; "tools": the last answer's
+ * tool calls are being worked through), {@code mcp_tools} (each MCP server's tools as listed at the
+ * start, {name, description, input_schema}: what the model is offered for the whole run; absent
+ * until listed), {@code mcp_listing} and {@code mcp_list_attempts} (a listing started and not
+ * recorded, and how many were started), {@code turns}, {@code messages} (the
  * transcript's length), {@code usage}, {@code output}, {@code deadline}, {@code model_attempt} and
  * {@code model_calling} (an attempt started and not recorded), {@code bad_in_a_row} and
  * {@code transcript_chars}, {@code model_endpoint} (of the last model call), {@code last_call_tokens}
@@ -54,7 +57,13 @@ public final class AgentRunMachine extends RunMachine {
   public static final String MESSAGE_DELTA = "run.message.delta";
 
   /** What the run calls next. */
-  public enum Next { NOTHING, MODEL, TOOL }
+  public enum Next { NOTHING, MODEL, TOOL, MCP_LIST }
+
+  /** An MCP tool the model may call: its server and its name there. */
+  public record McpTool(AgentDefinition.McpServer server, String name) {}
+
+  /** Times a listing of the MCP servers' tools cut off by a stop is made again before the run fails. */
+  static final int MAX_MCP_LIST_ATTEMPTS = 3;
 
   /** What an agent run started with: the agent as it was, and the model it asks for. */
   public record Definition(AgentDefinition agent, String model) {}
@@ -166,6 +175,18 @@ public final class AgentRunMachine extends RunMachine {
         fail("timeout", "the run did not finish within its limit of " + limits().timeoutSeconds() + " s", null);
         continue;
       }
+      if (needsMcpList()) {
+        if (state.path("mcp_listing").asBoolean()) {
+          state.put("mcp_listing", false);
+          if (state.path("mcp_list_attempts").asInt() >= MAX_MCP_LIST_ATTEMPTS) {
+            fail("mcp_server_error", "listing the MCP servers' tools was cut off " + MAX_MCP_LIST_ATTEMPTS
+                + " times before its answer was recorded (the server stopped)", null);
+          }
+          continue;
+        }
+        dueAt = now;
+        return Next.MCP_LIST;
+      }
       if (callingModel()) {
         if (state.get("model_calling").asBoolean()) {
           modelCallCutOff(maxModelAttempts);
@@ -269,10 +290,10 @@ public final class AgentRunMachine extends RunMachine {
    */
   private boolean check(ObjectNode call) {
     AgentDefinition.Tool tool = tool(call.get("name").asText());
-    if (tool == null) {
+    McpTool mcp = tool == null ? mcpTool(call.get("name").asText()) : null;
+    if (tool == null && mcp == null) {
       toolResult(call, false, null, "there is no tool named '" + call.get("name").asText() + "'; the tools are: "
-          + definition.agent().tools().stream().map(AgentDefinition.Tool::name).collect(Collectors.joining(", ")),
-          "invalid");
+          + String.join(", ", toolNames()), "invalid");
       return true;
     }
     JsonNode arguments = arguments(call);
@@ -280,6 +301,11 @@ public final class AgentRunMachine extends RunMachine {
       toolResult(call, false, null, "the arguments are not a JSON object: " + abbreviate(call.get("arguments")
           .asText(), 200), "invalid");
       return true;
+    }
+    if (mcp != null) {
+      // The MCP server checks the arguments against its own inputSchema (its error goes to the model).
+      call.put("status", mcp.server().requiresApproval(mcp.name()) ? "awaiting" : "ready");
+      return false;
     }
     List<String> violations;
     try {
@@ -296,6 +322,92 @@ public final class AgentRunMachine extends RunMachine {
     }
     call.put("status", tool.requiresApproval() ? "awaiting" : "ready");
     return false;
+  }
+
+  // ---- MCP servers ----
+
+  /** Whether the run must still list its MCP servers' tools (before its first model call). */
+  private boolean needsMcpList() {
+    return !definition.agent().mcpServers().isEmpty() && !state.has("mcp_tools");
+  }
+
+  /** Whether the run's call in progress lists its MCP servers' tools. */
+  public boolean listingMcp() {
+    return listingMcp(state);
+  }
+
+  /** As {@link #listingMcp()}, of a run's progress document. */
+  public static boolean listingMcp(JsonNode progress) {
+    return progress.path("phase").asText().equals("mcp");
+  }
+
+  /** Records the listing of the MCP servers' tools as started, before it goes out. */
+  public void startMcpList() {
+    state.put("phase", "mcp").put("mcp_listing", true)
+        .put("mcp_list_attempts", state.path("mcp_list_attempts").asInt() + 1);
+  }
+
+  /**
+   * The MCP servers' tools were listed: {@code tools} (each a list of {name, description,
+   * input_schema}) are kept in the progress for the rest of the run, whatever the servers list
+   * later; {@code skipped} names the tools left out. A server that could not be listed
+   * ({@code errors}) fails the run with mcp_server_error, as the OpenAI Agents SDK's run fails when
+   * an MCP server's list_tools does.
+   */
+  public void mcpListed(Map<String, List<ObjectNode>> tools, Map<String, List<String>> skipped,
+      Map<String, String> errors) {
+    if (ended() || !listingMcp()) {
+      return;
+    }
+    state.put("phase", "model").put("mcp_listing", false);
+    for (AgentDefinition.McpServer server : definition.agent().mcpServers()) {
+      String error = errors.get(server.name());
+      if (error != null) {
+        ObjectNode details = Json.MAPPER.createObjectNode().put("mcp_server", server.name());
+        fail("mcp_server_error", "MCP server '" + server.name() + "': its tools could not be listed: "
+            + abbreviate(error, MAX_MISMATCH_CHARS), details);
+        return;
+      }
+    }
+    ObjectNode kept = state.putObject("mcp_tools");
+    List<Map<String, Object>> listed = new java.util.ArrayList<>();
+    for (AgentDefinition.McpServer server : definition.agent().mcpServers()) {
+      ArrayNode list = kept.putArray(server.name());
+      tools.getOrDefault(server.name(), List.of()).forEach(list::add);
+      listed.add(data("name", server.name(), "tools", tools.getOrDefault(server.name(), List.of()).stream()
+          .map(t -> t.get("name").asText()).toList(), "skipped", skipped.getOrDefault(server.name(), List.of())));
+    }
+    record("mcp.tools_listed", ENGINE, null, state.path("mcp_list_attempts").asInt(), data("mcp_servers", listed));
+    dueAt = now;
+  }
+
+  /** The MCP tool the model knows as {@code name} ({@code <server>__<tool>}), as listed at the run's start; or null. */
+  public McpTool mcpTool(String name) {
+    int at = name.indexOf(AgentDefinition.MCP_SEPARATOR);
+    if (at <= 0) {
+      return null;
+    }
+    String serverName = name.substring(0, at);
+    String toolName = name.substring(at + AgentDefinition.MCP_SEPARATOR.length());
+    for (AgentDefinition.McpServer server : definition.agent().mcpServers()) {
+      if (server.name().equals(serverName)) {
+        for (JsonNode t : state.path("mcp_tools").path(serverName)) {
+          if (t.get("name").asText().equals(toolName)) {
+            return new McpTool(server, toolName);
+          }
+        }
+      }
+    }
+    return null;
+  }
+
+  /** The names the model knows the run's tools by: the agent's, then its MCP servers' as listed. */
+  private List<String> toolNames() {
+    List<String> names = new java.util.ArrayList<>();
+    definition.agent().tools().forEach(t -> names.add(t.name()));
+    state.path("mcp_tools").fields().forEachRemaining(server -> server.getValue().forEach(t ->
+        names.add(server.getKey() + AgentDefinition.MCP_SEPARATOR + t.get("name").asText())));
+    return names;
   }
 
   // ---- model calls ----
@@ -413,13 +525,19 @@ public final class AgentRunMachine extends RunMachine {
         message.put("tool_call_id", m.toolCallId());
       }
     }
-    if (!definition.agent().tools().isEmpty()) {
+    if (!toolNames().isEmpty()) {
       ArrayNode tools = request.putArray("tools");
       for (AgentDefinition.Tool t : definition.agent().tools()) {
         ObjectNode function = tools.addObject().put("type", "function").putObject("function")
             .put("name", t.name()).put("description", t.description());
         function.set("parameters", t.parameters());
       }
+      state.path("mcp_tools").fields().forEachRemaining(server -> server.getValue().forEach(t -> {
+        ObjectNode function = tools.addObject().put("type", "function").putObject("function")
+            .put("name", server.getKey() + AgentDefinition.MCP_SEPARATOR + t.get("name").asText())
+            .put("description", t.path("description").asText(""));
+        function.set("parameters", t.get("input_schema"));
+      }));
     }
     JsonNode outputSchema = definition.agent().outputSchema();
     if (outputSchema != null) {
@@ -638,8 +756,9 @@ public final class AgentRunMachine extends RunMachine {
       ObjectNode usage = state.with("usage");
       usage.put("tool_calls", usage.get("tool_calls").asInt() + 1);
     }
-    record("tool_call.started", ENGINE, null, attempt, data("tool_call_id", call.get("id").asText(),
-        "name", call.get("name").asText()));
+    Map<String, Object> data = data("tool_call_id", call.get("id").asText(), "name", call.get("name").asText());
+    withMcp(data, call.get("name").asText());
+    record("tool_call.started", ENGINE, null, attempt, data);
   }
 
   /**
@@ -653,6 +772,15 @@ public final class AgentRunMachine extends RunMachine {
       return;
     }
     toolResult(call, ok, httpStatus, ok ? content : message, ok ? "succeeded" : "failed");
+  }
+
+  /** An MCP tool's call event also names its server and its name there ({@code mcp_server}, {@code mcp_tool}). */
+  private void withMcp(Map<String, Object> data, String name) {
+    McpTool mcp = tool(name) == null ? mcpTool(name) : null;
+    if (mcp != null) {
+      data.put("mcp_server", mcp.server().name());
+      data.put("mcp_tool", mcp.name());
+    }
   }
 
   /** Writes the results of the calls answered, in the model's order, up to the first call without one. */
@@ -677,9 +805,10 @@ public final class AgentRunMachine extends RunMachine {
     String content = ok ? contentOrError : Json.string(Map.of("error", contentOrError));
     call.put("status", "answered").put("outcome", outcome).put("result", content);
     flushAnswered();
-    record("tool_call.finished", ENGINE, null, call.get("attempts").asInt(), data("tool_call_id",
-        call.get("id").asText(), "name", call.get("name").asText(), "outcome", outcome, "http_status", httpStatus,
-        "message", ok ? null : contentOrError));
+    Map<String, Object> data = data("tool_call_id", call.get("id").asText(), "name", call.get("name").asText(),
+        "outcome", outcome, "http_status", httpStatus, "message", ok ? null : contentOrError);
+    withMcp(data, call.get("name").asText());
+    record("tool_call.finished", ENGINE, null, call.get("attempts").asInt(), data);
     boolean bad = !ok && !outcome.equals("rejected");
     int inARow = bad ? state.get("bad_in_a_row").asInt() + 1 : 0;
     state.put("bad_in_a_row", inARow);

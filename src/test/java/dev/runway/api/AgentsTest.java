@@ -30,7 +30,7 @@ class AgentsTest {
       assertEquals(201, created.status(), created::toString);
       JsonNode a = created.json();
       assertEquals(List.of("id", "name", "description", "model", "instructions", "tools", "requires_approval", "limits",
-          "created_at", "updated_at", "archived_at"), fieldNames(a));
+          "mcp_servers", "created_at", "updated_at", "archived_at"), fieldNames(a));
       assertEquals("triage", a.get("id").asText());
       assertEquals("Support triage", a.get("name").asText());
       assertEquals("gpt-4o-mini", a.get("model").asText());
@@ -220,7 +220,7 @@ class AgentsTest {
       Http.Reply created = http.put("/v1/agents/tiers", "{\"model\":\"m\",\"output_schema\":" + schema + "}");
       assertEquals(201, created.status(), created::toString);
       assertEquals(List.of("id", "name", "description", "model", "instructions", "tools", "requires_approval", "limits",
-          "output_schema", "created_at", "updated_at", "archived_at"), fieldNames(created.json()));
+          "output_schema", "mcp_servers", "created_at", "updated_at", "archived_at"), fieldNames(created.json()));
       assertEquals(Api.json(schema), created.json().get("output_schema"));
       assertEquals(created.json(), http.get("/v1/agents/tiers").json());
       assertEquals(200, http.put("/v1/agents/tiers", "{\"model\":\"m\",\"output_schema\":" + schema + "}").status());
