@@ -3,6 +3,7 @@ package dev.runway.agent;
 import static dev.runway.support.Problems.assertProblem;
 import static dev.runway.support.Runs.await;
 import static dev.runway.support.Runs.awaitStatus;
+import static dev.runway.support.Runs.events;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -47,16 +48,6 @@ class McpClientRunsTest {
     Http.Reply reply = http.post("/v1/agents/" + agent + "/runs", "{\"project\":\"demo\",\"input\":\"go\"}");
     assertEquals(200, reply.status(), reply::toString);
     return reply.json().get("id").asText();
-  }
-
-  private static List<JsonNode> events(Http http, String runId, String type) {
-    List<JsonNode> out = new ArrayList<>();
-    http.get("/v1/runs/" + runId + "/events?limit=1000").json().get("data").forEach(e -> {
-      if (e.get("type").asText().equals(type)) {
-        out.add(e);
-      }
-    });
-    return out;
   }
 
   private static List<String> toolNames(FakeModel.Request request) {

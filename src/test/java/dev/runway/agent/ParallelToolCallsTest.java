@@ -152,16 +152,20 @@ class ParallelToolCallsTest {
   }
 
   @BothDatabases
-  void calls_that_need_no_approval_run_first_then_the_one_that_does_is_asked(Api api) throws Exception {
+  void in_one_answer_a_failing_call_and_one_needing_no_approval_run_first_then_the_one_that_does_is_asked(Api api)
+      throws Exception {
     try (FakeModel model = FakeModel.start(); ToolServer tools = ToolServer.start();
         Engine engine = engine(api, model, s -> s)) {
+      tools.script("/broken", ToolServer.Reply.json(500, "{\"oops\":true}"));
       model.script(Reply.toolCalls(ToolCall.of("c1", "look", Map.of("n", 1)), ToolCall.of("c2", "refund", Map.of("n", 2)),
-          ToolCall.of("c3", "look", Map.of("n", 3))), Reply.text("done"));
+          ToolCall.of("c3", "broken", Map.of("n", 3))), Reply.text("done"));
       api.test(http -> {
-        agent(http, "mixed", tool("look", tools.url("/look"), false), tool("refund", tools.url("/refund"), true));
+        agent(http, "mixed", tool("look", tools.url("/look"), false), tool("refund", tools.url("/refund"), true),
+            tool("broken", tools.url("/broken"), false));
         String id = start(http, "mixed");
         JsonNode waiting = awaitStatus(http, id, "awaiting_approval");
-        assertEquals(2, tools.calls("/look").size(), "the calls that need no approval ran before it");
+        assertEquals(1, tools.calls("/look").size(), "the calls that need no approval ran before it");
+        assertEquals(1, tools.calls("/broken").size(), "the failing one too, once (a 500 is the model's to handle)");
         assertEquals(0, tools.calls("/refund").size());
         assertEquals(Api.json("[{\"id\":\"c2\",\"name\":\"refund\",\"arguments\":{\"n\":2}}]"),
             waiting.get("approval").get("tool_calls"));
@@ -170,8 +174,13 @@ class ParallelToolCallsTest {
         assertEquals(200, http.post("/v1/runs/" + id + "/approve", "{}").status());
         awaitStatus(http, id, "succeeded");
         assertEquals(1, tools.calls("/refund").size());
-        assertEquals(List.of("c1", "c2", "c3"), resultsSent(model).stream()
-            .map(m -> m.get("tool_call_id").asText()).toList());
+        List<JsonNode> results = resultsSent(model);
+        assertEquals(List.of("c1", "c2", "c3"), results.stream().map(m -> m.get("tool_call_id").asText()).toList());
+        assertTrue(results.get(2).get("content").asText().contains("HTTP 500"), results.get(2)::toString);
+        assertEquals(List.of("succeeded", "succeeded", "failed"), List.of("c1", "c2", "c3").stream().map(c ->
+            events(http, id).stream().filter(e -> e.get("type").asText().equals("tool_call.finished")
+                && e.get("data").get("tool_call_id").asText().equals(c)).findFirst().orElseThrow()
+                .get("data").get("outcome").asText()).toList());
       });
     }
   }

@@ -2,6 +2,7 @@ package dev.runway.agent;
 
 import static dev.runway.support.Problems.assertProblem;
 import static dev.runway.support.Runs.awaitStatus;
+import static dev.runway.support.Runs.events;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -18,7 +19,6 @@ import dev.runway.support.SseClient;
 import dev.runway.support.ToolServer;
 import dev.runway.support.WebhookReceiver;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 
@@ -61,16 +61,6 @@ class StreamingRunsTest {
     return new Reply[] {
         Reply.toolCalls(ToolCall.of("call_1", "lookup", Map.of("order", "1234"))).usage(40, 12),
         Reply.text(ANSWER).usage(70, 18).chunkGap(Duration.ofMillis(5))};
-  }
-
-  private static List<JsonNode> events(Http http, String runId, String type) {
-    List<JsonNode> out = new ArrayList<>();
-    http.get("/v1/runs/" + runId + "/events?limit=1000").json().get("data").forEach(e -> {
-      if (e.get("type").asText().equals(type)) {
-        out.add(e);
-      }
-    });
-    return out;
   }
 
   /** What a run stored: its transcript (role, content, tool calls) and its record's usage and output. */

@@ -1,11 +1,9 @@
 package dev.runway.it;
 
-import dev.runway.support.TempFiles;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import dev.runway.config.Settings;
 import dev.runway.core.Json;
 import dev.runway.support.BothDatabases;
 import dev.runway.support.FakeModel;
@@ -40,18 +38,8 @@ class AgentRestartIT {
         // The first turn of each run hangs until the server that asked is killed.
         return firstTurns.incrementAndGet() <= RUNS ? call.after(Duration.ofSeconds(30)) : call;
       });
-      Settings fresh = db.settingsForFreshDatabase();
-      RunwayProcess server = new RunwayProcess(Map.of(
-          "RUNWAY_DB_URL", fresh.asMap().get("db.url"),
-          "RUNWAY_DB_USER", fresh.asMap().get("db.user"),
-          "RUNWAY_DB_PASSWORD", fresh.asMap().get("db.password"),
-          "RUNWAY_WORKFLOWS_DIR", "",
-          "RUNWAY_AGENTS_DIR", "",
-          "RUNWAY_ENGINE_HTTP_ALLOW_PRIVATE_NETWORKS", "true",
-          "RUNWAY_ENGINE_LEASE_SECONDS", "1",
-          "RUNWAY_ENGINE_POLL_INTERVAL_MS", "100",
-          "RUNWAY_AGENTS_MODEL_BASE_URL", model.baseUrl(),
-          "RUNWAY_AGENTS_MODEL_TIMEOUT_MS", "5000"), TempFiles.dir("runway-agent-restart-"));
+      RunwayProcess server = RunwayProcess.onFreshDatabase(db, RunwayProcess.agentEnv(model.baseUrl(), "RUNWAY_AGENTS_MODEL_TIMEOUT_MS", "5000"),
+          "runway-agent-restart-");
       String key = server.command("keys", "create", "--workspace", "ops", "--name", "restart").trim();
       Http api = server.http(key);
       try {

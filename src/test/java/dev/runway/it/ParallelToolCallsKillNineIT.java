@@ -4,12 +4,10 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import dev.runway.config.Settings;
 import dev.runway.core.Json;
 import dev.runway.support.BothDatabases;
 import dev.runway.support.FakeModel;
 import dev.runway.support.Http;
-import dev.runway.support.TempFiles;
 import dev.runway.support.TestDatabase;
 import dev.runway.support.ToolServer;
 import java.time.Duration;
@@ -40,17 +38,8 @@ class ParallelToolCallsKillNineIT {
       });
       CountDownLatch b = tools.hold("/b");
       CountDownLatch c = tools.hold("/c");
-      Settings fresh = db.settingsForFreshDatabase();
-      RunwayProcess server = new RunwayProcess(Map.of(
-          "RUNWAY_DB_URL", fresh.asMap().get("db.url"),
-          "RUNWAY_DB_USER", fresh.asMap().get("db.user"),
-          "RUNWAY_DB_PASSWORD", fresh.asMap().get("db.password"),
-          "RUNWAY_WORKFLOWS_DIR", "",
-          "RUNWAY_AGENTS_DIR", "",
-          "RUNWAY_ENGINE_HTTP_ALLOW_PRIVATE_NETWORKS", "true",
-          "RUNWAY_ENGINE_LEASE_SECONDS", "1",
-          "RUNWAY_ENGINE_POLL_INTERVAL_MS", "100",
-          "RUNWAY_AGENTS_MODEL_BASE_URL", model.baseUrl()), TempFiles.dir("runway-parallel-kill-"));
+      RunwayProcess server = RunwayProcess.onFreshDatabase(db, RunwayProcess.agentEnv(model.baseUrl()),
+          "runway-parallel-kill-");
       String key = server.command("keys", "create", "--workspace", "ops", "--name", "parallel").trim();
       Http api = server.http(key);
       try {

@@ -55,6 +55,25 @@ final class RunwayProcess {
     return new RunwayProcess(all, TempFiles.dir(dirPrefix));
   }
 
+  /**
+   * What an agent run's server in a kill -9 test is given: no workflow or agent files, tools on
+   * loopback allowed, a 1 s lease polled every 100 ms (so a restarted server takes its runs back at
+   * once), the model at {@code modelBaseUrl}, and {@code more} (name, value, …).
+   */
+  static Map<String, String> agentEnv(String modelBaseUrl, String... more) {
+    Map<String, String> env = new java.util.HashMap<>(Map.of(
+        "RUNWAY_WORKFLOWS_DIR", "",
+        "RUNWAY_AGENTS_DIR", "",
+        "RUNWAY_ENGINE_HTTP_ALLOW_PRIVATE_NETWORKS", "true",
+        "RUNWAY_ENGINE_LEASE_SECONDS", "1",
+        "RUNWAY_ENGINE_POLL_INTERVAL_MS", "100",
+        "RUNWAY_AGENTS_MODEL_BASE_URL", modelBaseUrl));
+    for (int i = 0; i < more.length; i += 2) {
+      env.put(more[i], more[i + 1]);
+    }
+    return env;
+  }
+
   /** The value the server gets of this environment variable (e.g. RUNWAY_DB_URL), or null. */
   String env(String name) {
     return env.get(name);

@@ -3,17 +3,14 @@ package dev.runway.it;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import dev.runway.config.Settings;
 import dev.runway.core.Json;
 import dev.runway.support.BothDatabases;
 import dev.runway.support.FakeModel;
 import dev.runway.support.Http;
-import dev.runway.support.TempFiles;
 import dev.runway.support.TestDatabase;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
 import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
@@ -32,17 +29,8 @@ class ThreadRestartIT {
         // The second run's first call hangs until the server that asked is killed.
         return last.equals("second") && hung.compareAndSet(false, true) ? answer.after(Duration.ofSeconds(30)) : answer;
       });
-      Settings fresh = db.settingsForFreshDatabase();
-      RunwayProcess server = new RunwayProcess(Map.of(
-          "RUNWAY_DB_URL", fresh.asMap().get("db.url"),
-          "RUNWAY_DB_USER", fresh.asMap().get("db.user"),
-          "RUNWAY_DB_PASSWORD", fresh.asMap().get("db.password"),
-          "RUNWAY_WORKFLOWS_DIR", "",
-          "RUNWAY_AGENTS_DIR", "",
-          "RUNWAY_ENGINE_LEASE_SECONDS", "1",
-          "RUNWAY_ENGINE_POLL_INTERVAL_MS", "100",
-          "RUNWAY_AGENTS_MODEL_BASE_URL", model.baseUrl(),
-          "RUNWAY_AGENTS_MODEL_TIMEOUT_MS", "5000"), TempFiles.dir("runway-thread-restart-"));
+      RunwayProcess server = RunwayProcess.onFreshDatabase(db, RunwayProcess.agentEnv(model.baseUrl(), "RUNWAY_AGENTS_MODEL_TIMEOUT_MS", "5000"),
+          "runway-thread-restart-");
       String key = server.command("keys", "create", "--workspace", "ops", "--name", "restart").trim();
       Http api = server.http(key);
       try {

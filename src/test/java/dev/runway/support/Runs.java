@@ -67,6 +67,17 @@ public final class Runs {
     return fail("run " + runId + " did not reach " + what + " within " + limit.toSeconds() + " s; last: " + last);
   }
 
+  /** The run's events of one type, oldest first (its first 1,000 events). */
+  public static java.util.List<JsonNode> events(Http http, String runId, String type) {
+    java.util.List<JsonNode> out = new java.util.ArrayList<>();
+    http.get("/v1/runs/" + runId + "/events?limit=1000").json().get("data").forEach(e -> {
+      if (e.get("type").asText().equals(type)) {
+        out.add(e);
+      }
+    });
+    return out;
+  }
+
   /** Starts a run with inputs and returns its record (asserting 200). */
   public static JsonNode start(Http http, String workflow, String project, String inputsJson) {
     Http.Reply reply = startReply(http, workflow, project, inputsJson);
