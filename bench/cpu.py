@@ -1,15 +1,18 @@
 #!/usr/bin/env python3
 """CPU per start-run: Runway beside a minimal group-commit server, side by side in one run.
 
-For each database (H2; PostgreSQL when BENCH_PG_URL's server answers), rounds A B A B: A is Runway
+For each database (H2; PostgreSQL when BENCH_PG_URL's server answers), rounds A B A B (BENCH_ROUNDS pairs,
+default 2; A B C A B C with BENCH_BASE_JAR, C being that older Runway jar): A is Runway
 (target/runway.jar, started with config/jvm.options as ./run.sh starts it, request log and per-key
 rate limit off, on a fresh database), B is bench/MinimalServer.java (Javalin + Hikari, a durable
 insert per request committed in groups by one writer; same JVM options) on a fresh database of
 its own. Each round: the server warms up (BENCH_WARMUP_SECONDS of load, default 20), then
 `wrk -t2 -c32` for BENCH_SECONDS (default 15) on POST /v1/workflows/noop/runs (a workflow without
-steps), reading the server's CPU time (/proc/<pid>/stat, user + system) before and after. Prints
+steps), reading the server's CPU time (/proc/<pid>/stat, user + system) before and after, and on
+PostgreSQL that of the database's processes too. Prints
 each round, the medians, Runway's throughput as a share of the minimal server's (target: >= 0.9 on
-H2, >= 0.7 on PostgreSQL, p99 <= 25 ms) and the CPU each spends per start in microseconds.
+H2, >= 0.7 on PostgreSQL, p99 <= 25 ms), the CPU each spends per start in microseconds, and with
+BENCH_BASE_JAR Runway's CPU a start against that jar's (target: at most half).
 
 usage: python3 bench/cpu.py [h2|pg|both]      (default: both)
   RUNWAY_JAR, RUNWAY_JAVA_OPTS as for bench/agents.py; BENCH_PG_URL (jdbc:postgresql://127.0.0.1:5432/postgres),
@@ -25,6 +28,8 @@ WARM = int(os.environ.get("BENCH_WARMUP_SECONDS", "20"))
 SECS = int(os.environ.get("BENCH_SECONDS", "15"))
 PG_URL = os.environ.get("BENCH_PG_URL", "jdbc:postgresql://127.0.0.1:5432/postgres")
 PG_USER = os.environ.get("BENCH_PG_USER", "postgres")
+ROUNDS = int(os.environ.get("BENCH_ROUNDS", "2"))
+BASE_JAR = os.environ.get("BENCH_BASE_JAR")
 TICKS = os.sysconf("SC_CLK_TCK")
 KEY = "bench-minimal-key-0123456789"
 LUA = """
@@ -43,6 +48,21 @@ def cpu_seconds(pid):
     with open("/proc/%d/stat" % pid) as f:
         fields = f.read().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / TICKS  # utime, stime
+
+
+def postgres_cpu_seconds():
+    """CPU time of every process named postgres (the local server and its back-ends), exited ones included."""
+    total = 0.0
+    for pid in os.listdir("/proc"):
+        try:
+            with open("/proc/%s/stat" % pid) as f:
+                head, _, tail = f.read().rpartition(")")
+            if head.endswith("(postgres"):
+                fields = tail.split()
+                total += sum(int(x) for x in fields[11:15]) / TICKS  # utime, stime, children's
+        except (OSError, ValueError):
+            pass
+    return total
 
 
 def wrk(url, seconds, key, script):
@@ -108,9 +128,13 @@ def round_(kind, database, n, script):
         psql("CREATE DATABASE " + pg_db)
         url = PG_URL.rsplit("/", 1)[0] + "/" + pg_db
     try:
-        if kind == "runway":
+        if kind in ("runway", "base"):
             settings = {} if database == "h2" else {"db.url": url, "db.user": PG_USER}
-            server = agents.Runway(**settings)
+            jar, agents.JAR = agents.JAR, BASE_JAR if kind == "base" else agents.JAR
+            try:
+                server = agents.Runway(**settings)
+            finally:
+                agents.JAR = jar
             server.ok("PUT", "/v1/workflows/noop", {"steps": []})
         else:
             h2_dir = tempfile.mkdtemp(prefix="minimal-h2-")
@@ -119,16 +143,18 @@ def round_(kind, database, n, script):
         try:
             target = server.base + "/v1/workflows/noop/runs"
             wrk(target, WARM, server.key, script)
-            before = cpu_seconds(server.proc.pid)
+            before, pg_before = cpu_seconds(server.proc.pid), postgres_cpu_seconds()
             requests, non2xx, duration, p50, p99 = wrk(target, SECS, server.key, script)
             cpu = cpu_seconds(server.proc.pid) - before
+            pg_cpu = postgres_cpu_seconds() - pg_before
         finally:
             server.stop()
-            if kind != "runway":
+            if kind == "minimal":
                 shutil.rmtree(h2_dir if database == "h2" else "", ignore_errors=True)
         if non2xx:
             raise agents.Fail("%s on %s: %d answers were not 2xx" % (kind, database, non2xx))
-        return {"rate": requests / duration, "p50": p50, "p99": p99, "cpu_us": cpu / requests * 1e6}
+        return {"rate": requests / duration, "p50": p50, "p99": p99, "cpu_us": cpu / requests * 1e6,
+                "pg_us": pg_cpu / requests * 1e6 if database == "pg" else 0.0}
     finally:
         if pg_db:
             psql("DROP DATABASE IF EXISTS " + pg_db)
@@ -140,6 +166,8 @@ def main():
         sys.exit("bench: wrk is missing (Debian: apt-get install wrk)")
     if not os.path.exists(agents.JAR):
         sys.exit("no %s: run mvn -B -DskipTests package first" % agents.JAR)
+    if BASE_JAR and not os.path.exists(BASE_JAR):
+        sys.exit("no BENCH_BASE_JAR %s" % BASE_JAR)
     databases = [d for d in ("h2", "pg") if which in (d, "both")]
     if "pg" in databases and not pg_reachable():
         print("PostgreSQL at %s does not answer: H2 only" % PG_URL)
@@ -147,25 +175,35 @@ def main():
     script = os.path.join(tempfile.mkdtemp(prefix="runway-bench-cpu-"), "start.lua")
     with open(script, "w") as f:
         f.write(LUA)
+    kinds = ["runway", "minimal"] + (["base"] if BASE_JAR else [])
     n = 0
     for database in databases:
-        results = {"runway": [], "minimal": []}
-        for kind in ("runway", "minimal", "runway", "minimal"):
-            n += 1
-            r = round_(kind, database, n, script)
-            results[kind].append(r)
-            print("%-3s %-8s %8.0f starts/s  p50 %6.2f ms  p99 %6.2f ms  CPU %6.0f us/start" % (
-                database, kind, r["rate"], r["p50"], r["p99"], r["cpu_us"]), flush=True)
-        med = {k: {f: statistics.median(r[f] for r in v) for f in ("rate", "p50", "p99", "cpu_us")}
+        results = {k: [] for k in kinds}
+        for _ in range(ROUNDS):
+            for kind in kinds:
+                n += 1
+                r = round_(kind, database, n, script)
+                results[kind].append(r)
+                print("%-3s %-8s %8.0f starts/s  p50 %6.2f ms  p99 %6.2f ms  CPU %6.0f us/start%s" % (
+                    database, kind, r["rate"], r["p50"], r["p99"], r["cpu_us"],
+                    "  (PostgreSQL %4.0f us/start)" % r["pg_us"] if database == "pg" else ""), flush=True)
+        med = {k: {f: statistics.median(r[f] for r in v) for f in ("rate", "p50", "p99", "cpu_us", "pg_us")}
                for k, v in results.items()}
         target = 0.9 if database == "h2" else 0.7
         ratio = med["runway"]["rate"] / med["minimal"]["rate"]
-        print("%s medians: Runway %.0f/s (p99 %.1f ms, %.0f us CPU a start), minimal %.0f/s (p99 %.1f ms, %.0f us); "
-              "Runway/minimal throughput %.2f (target >= %.1f: %s), p99 <= 25 ms: %s, CPU a start %.2fx the minimal's"
-              % (database, med["runway"]["rate"], med["runway"]["p99"], med["runway"]["cpu_us"], med["minimal"]["rate"],
-                 med["minimal"]["p99"], med["minimal"]["cpu_us"], ratio, target, agents.verdict(ratio >= target),
-                 agents.verdict(med["runway"]["p99"] <= 25), med["runway"]["cpu_us"] / med["minimal"]["cpu_us"]),
-              flush=True)
+        for kind in kinds:
+            m = med[kind]
+            print("%s median %-8s %6.0f starts/s  p99 %5.1f ms  CPU %4.0f us/start%s" % (
+                database, kind, m["rate"], m["p99"], m["cpu_us"],
+                "  PostgreSQL %4.0f us/start" % m["pg_us"] if database == "pg" else ""))
+        print("%s Runway/minimal throughput %.2f (target >= %.1f: %s), Runway p99 <= 25 ms: %s, Runway's CPU a start "
+              "%.2fx the minimal's" % (database, ratio, target, agents.verdict(ratio >= target),
+                                       agents.verdict(med["runway"]["p99"] <= 25),
+                                       med["runway"]["cpu_us"] / med["minimal"]["cpu_us"]), flush=True)
+        if BASE_JAR:
+            half = med["runway"]["cpu_us"] / med["base"]["cpu_us"]
+            print("%s Runway's CPU a start %.2fx the base jar's (target <= 0.5: %s); throughput %.2fx" % (
+                database, half, agents.verdict(half <= 0.5), med["runway"]["rate"] / med["base"]["rate"]), flush=True)
 
 
 if __name__ == "__main__":

@@ -9,12 +9,17 @@ import java.util.HexFormat;
 public final class Sha256 {
   private Sha256() {}
 
-  public static String hex(String text) {
+  /** One digest per thread: getting a new one looks the algorithm up among the security providers each time. */
+  private static final ThreadLocal<MessageDigest> DIGEST = ThreadLocal.withInitial(() -> {
     try {
-      byte[] digest = MessageDigest.getInstance("SHA-256").digest(text.getBytes(StandardCharsets.UTF_8));
-      return HexFormat.of().formatHex(digest);
+      return MessageDigest.getInstance("SHA-256");
     } catch (NoSuchAlgorithmException e) {
       throw new IllegalStateException("SHA-256 is missing from this JVM", e);
     }
+  });
+  private static final HexFormat HEX = HexFormat.of();
+
+  public static String hex(String text) {
+    return HEX.formatHex(DIGEST.get().digest(text.getBytes(StandardCharsets.UTF_8))); // digest() resets it
   }
 }

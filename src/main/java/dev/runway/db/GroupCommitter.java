@@ -334,8 +334,7 @@ public final class GroupCommitter implements AutoCloseable {
     }
     SortedSet<Long> keys = new TreeSet<>();
     writes.forEach(w -> w.workspaces.forEach(id -> keys.add(WorkspaceLocks.key(id))));
-    WorkspaceLocks locks = tx.dao(WorkspaceLocks.class);
-    keys.forEach(locks::lock);
+    keys.forEach(key -> WorkspaceLocks.lock(tx.connection(), key));
   }
 
   /**

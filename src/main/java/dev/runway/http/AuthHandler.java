@@ -72,11 +72,13 @@ public final class AuthHandler {
           "send your API key in the header Authorization: Bearer <key>", null,
           Map.of("WWW-Authenticate", "Bearer"));
     }
-    String[] parts = header.trim().split(" +", 2);
-    if (parts.length != 2 || !parts[0].equalsIgnoreCase("Bearer") || parts[1].isBlank()) {
+    String trimmed = header.trim();
+    int space = trimmed.indexOf(' ');
+    String key = space < 0 ? "" : trimmed.substring(space).trim();
+    if (key.isEmpty() || !trimmed.substring(0, space).equalsIgnoreCase("Bearer")) {
       throw invalid("the Authorization header must be 'Bearer <key>'");
     }
-    return parts[1].trim();
+    return key;
   }
 
   private static ApiException invalid(String detail) {

@@ -62,7 +62,7 @@ public final class Quotas {
    */
   public void lock(Handle h, String workspaceId, Instant now) {
     if (postgres) {
-      h.attach(WorkspaceLocks.class).lock(WorkspaceLocks.key(workspaceId));
+      WorkspaceLocks.lock(h.getConnection(), WorkspaceLocks.key(workspaceId));
       h.attach(WorkspaceDao.class).ensure(workspaceId, now);
     } else {
       h.attach(WorkspaceDao.class).ensure(workspaceId, now);

@@ -114,7 +114,7 @@ public final class AgentRunMachine extends RunMachine {
     s.putNull("output").putNull("model_endpoint");
     s.putObject("usage").put("model_calls", 0).put("tool_calls", 0).put("prompt_tokens", 0)
         .put("completion_tokens", 0).put("total_tokens", 0);
-    s.put("phase", "model").put("turns", 0).put("messages", 0).put("deadline", Json.TIME.format(deadline))
+    s.put("phase", "model").put("turns", 0).put("messages", 0).put("deadline", Json.time(deadline))
         .put("model_attempt", 0).put("model_calling", false).put("bad_in_a_row", 0).putArray("tool_calls");
     return Json.string(s);
   }
@@ -488,9 +488,9 @@ public final class AgentRunMachine extends RunMachine {
     String message = used >= quota.perDay() ? quota.exhausted(used, resets)
         : "the next model call would pass the workspace's tokens for today: " + (quota.perDay() - used)
             + " are left of " + quota.perDay() + " (agents.workspace_tokens_per_day) and this run's last call "
-            + "used " + lastCall + "; agent runs may call the model again after " + Json.TIME.format(resets);
+            + "used " + lastCall + "; agent runs may call the model again after " + Json.time(resets);
     ObjectNode details = Json.MAPPER.createObjectNode().put("tokens_used", used).put("tokens_per_day", quota.perDay())
-        .put("resets_at", Json.TIME.format(resets));
+        .put("resets_at", Json.time(resets));
     fail(TokenQuota.EXCEEDED, message, details);
     return false;
   }
@@ -905,7 +905,7 @@ public final class AgentRunMachine extends RunMachine {
   /** Time spent waiting for a person does not count against the run's timeout_s. */
   private void extendDeadline() {
     Duration waited = Duration.between(Instant.parse(approval.get("requested_at").asText()), now);
-    state.put("deadline", Json.TIME.format(deadline().plus(waited)));
+    state.put("deadline", Json.time(deadline().plus(waited)));
   }
 
   @Override

@@ -211,11 +211,11 @@ public abstract class RunMachine {
   protected ObjectNode awaitApproval(long timeoutSeconds, Integer step) {
     Instant expires = now.plusSeconds(timeoutSeconds);
     approval = Json.MAPPER.createObjectNode().put("status", "pending");
-    approval.put("requested_at", Json.TIME.format(now)).put("expires_at", Json.TIME.format(expires))
+    approval.put("requested_at", Json.time(now)).put("expires_at", Json.time(expires))
         .putNull("decided_at").putNull("decided_by").putNull("comment");
     status = RunStatus.AWAITING_APPROVAL;
     dueAt = expires;
-    record("run.awaiting_approval", ENGINE, step, null, Map.of("expires_at", Json.TIME.format(expires)));
+    record("run.awaiting_approval", ENGINE, step, null, Map.of("expires_at", Json.time(expires)));
     return approval;
   }
 
@@ -251,7 +251,7 @@ public abstract class RunMachine {
 
   /** The approval's time ran out: the run fails with approval_expired. */
   public void expireApproval() {
-    approval.put("status", "expired").put("decided_at", Json.TIME.format(now));
+    approval.put("status", "expired").put("decided_at", Json.time(now));
     approvalExpired();
     fail("approval_expired", "no decision on the approval before " + approval.path("expires_at").asText(), null);
   }
@@ -260,7 +260,7 @@ public abstract class RunMachine {
   protected void approvalExpired() {}
 
   private void decide(String decision, String actor, String comment) {
-    approval.put("status", decision).put("decided_at", Json.TIME.format(now)).put("decided_by", actor);
+    approval.put("status", decision).put("decided_at", Json.time(now)).put("decided_by", actor);
     if (comment == null) {
       approval.putNull("comment");
     } else {

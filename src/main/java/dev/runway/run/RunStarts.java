@@ -342,7 +342,7 @@ public final class RunStarts {
   public boolean startScheduled(Tx tx, String runId, Workflow workflow, String project, ObjectNode inputs,
       int triggerIndex, Instant scheduledAt) {
     return startFired(tx, runId, workflow, project, inputs, SCHEDULE_ACTOR, "schedule.fired",
-        Map.of("trigger", triggerIndex, "scheduled_at", Json.TIME.format(scheduledAt)));
+        Map.of("trigger", triggerIndex, "scheduled_at", Json.time(scheduledAt)));
   }
 
   /** The actor of the runs that schedules start, and of their events. */

@@ -10,11 +10,14 @@ import java.util.stream.Collectors;
 public enum RunStatus {
   RUNNING, AWAITING_APPROVAL, QUEUED, SUCCEEDED, FAILED, CANCELED, REJECTED;
 
+  private static final RunStatus[] ALL = values();
   private static final Set<String> ENDED = Arrays.stream(values()).filter(RunStatus::isEnded)
       .map(RunStatus::wireName).collect(Collectors.toUnmodifiableSet());
 
+  private final String wireName = name().toLowerCase(Locale.ROOT);
+
   public String wireName() {
-    return name().toLowerCase(Locale.ROOT);
+    return wireName;
   }
 
   /** Whether a run in this state has ended: it never changes again. */
@@ -38,6 +41,11 @@ public enum RunStatus {
   }
 
   public static Optional<RunStatus> parse(String text) {
-    return Arrays.stream(values()).filter(s -> s.wireName().equals(text)).findFirst();
+    for (RunStatus status : ALL) {
+      if (status.wireName().equals(text)) {
+        return Optional.of(status);
+      }
+    }
+    return Optional.empty();
   }
 }

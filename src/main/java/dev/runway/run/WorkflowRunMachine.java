@@ -226,7 +226,7 @@ public final class WorkflowRunMachine extends RunMachine {
           return false;
         }
         endedWaits.add(wait.signal());
-        failStep("signal_timeout", null, "no signal '" + wait.signal() + "' came before " + Json.TIME.format(expires)
+        failStep("signal_timeout", null, "no signal '" + wait.signal() + "' came before " + Json.time(expires)
             + " (timeout_s " + wait.timeoutSeconds() + ")");
         continue;
       }
@@ -342,7 +342,7 @@ public final class WorkflowRunMachine extends RunMachine {
       run = (ObjectNode) iteration.get("run");
     } else {
       run = Json.MAPPER.createObjectNode().put("id", base.id()).put("project", base.project())
-          .put("workflow", base.workflowId()).put("created_at", Json.TIME.format(base.createdAt()));
+          .put("workflow", base.workflowId()).put("created_at", Json.time(base.createdAt()));
     }
     List<String> names = signalNames();
     if (!names.isEmpty() && signalUrls.enabled()) {
@@ -493,7 +493,7 @@ public final class WorkflowRunMachine extends RunMachine {
       return false;
     }
     String childId = Ids.newId("run", now.toEpochMilli());
-    step(currentStep).put("status", "running").put("started_at", Json.TIME.format(now)).put("child_run_id", childId);
+    step(currentStep).put("status", "running").put("started_at", Json.time(now)).put("child_run_id", childId);
     String model = step instanceof Step.Agent call ? call.model() : null;
     childStarts.add(new ChildStart(currentStep, childId, workflow, agent, model, null, input));
     record("step.waiting", ENGINE, currentStep, null, Map.of("child_run_id", childId));
@@ -512,7 +512,7 @@ public final class WorkflowRunMachine extends RunMachine {
       failStep("expression_failed", null, "records: " + e.getMessage());
       return false;
     }
-    step(currentStep).put("status", "running").put("started_at", Json.TIME.format(now));
+    step(currentStep).put("status", "running").put("started_at", Json.time(now));
     crmWrite = new CrmWrite(currentStep, crm, records);
     return true;
   }
@@ -587,7 +587,7 @@ public final class WorkflowRunMachine extends RunMachine {
     for (int i = 0; i < count; i++) {
       iterations.addObject().put("index", i).put("status", "pending").putNull("child_run_id").putNull("output");
     }
-    progress.put("status", "running").put("started_at", Json.TIME.format(now));
+    progress.put("status", "running").put("started_at", Json.time(now));
     record("step.waiting", ENGINE, currentStep, null, Map.of("iterations", count));
     startIterations(step);
     return true;
@@ -965,11 +965,11 @@ public final class WorkflowRunMachine extends RunMachine {
   /** Starts a wait step: it waits for its signal until its time-out. */
   private void startWait(Step.Wait wait) {
     Instant expires = now.plusSeconds(wait.timeoutSeconds());
-    step(currentStep).put("status", "waiting").put("started_at", Json.TIME.format(now)).put("signal", wait.signal())
-        .put("expires_at", Json.TIME.format(expires));
+    step(currentStep).put("status", "waiting").put("started_at", Json.time(now)).put("signal", wait.signal())
+        .put("expires_at", Json.time(expires));
     signalWait = wait.signal();
     record("step.waiting", ENGINE, currentStep, null, Map.of("signal", wait.signal(),
-        "expires_at", Json.TIME.format(expires)));
+        "expires_at", Json.time(expires)));
   }
 
   // ---- moves made by the engine ----
@@ -978,7 +978,7 @@ public final class WorkflowRunMachine extends RunMachine {
   private void awaitApproval(long timeoutSeconds) {
     ObjectNode pending = awaitApproval(timeoutSeconds, currentStep >= 0 ? currentStep : null);
     if (currentStep >= 0) {
-      step(currentStep).put("status", "waiting").put("started_at", Json.TIME.format(now));
+      step(currentStep).put("status", "waiting").put("started_at", Json.time(now));
       pending.put("step", currentStep);
     }
   }
@@ -993,22 +993,22 @@ public final class WorkflowRunMachine extends RunMachine {
   /** Starts the timer of a delay step. */
   private void startDelay(long seconds) {
     Instant wake = now.plusSeconds(seconds);
-    step(currentStep).put("status", "waiting").put("started_at", Json.TIME.format(now))
-        .put("wake_at", Json.TIME.format(wake));
+    step(currentStep).put("status", "waiting").put("started_at", Json.time(now))
+        .put("wake_at", Json.time(wake));
     dueAt = wake;
-    record("step.waiting", ENGINE, currentStep, null, Map.of("wake_at", Json.TIME.format(wake)));
+    record("step.waiting", ENGINE, currentStep, null, Map.of("wake_at", Json.time(wake)));
   }
 
   /** Marks an http step as being called and records its next attempt as started, before the call goes out. */
   public void startAttempt() {
     ObjectNode step = step(currentStep);
     if (step.path("started_at").isNull()) {
-      step.put("started_at", Json.TIME.format(now));
+      step.put("started_at", Json.time(now));
     }
     step.put("status", "running");
     ArrayNode attempts = (ArrayNode) step.get("attempts");
     int attempt = attempts.size() + 1;
-    attempts.addObject().put("attempt", attempt).put("started_at", Json.TIME.format(now)).putNull("finished_at")
+    attempts.addObject().put("attempt", attempt).put("started_at", Json.time(now)).putNull("finished_at")
         .putNull("outcome").putNull("http_status").putNull("message");
     record("step.attempt_started", ENGINE, currentStep, attempt, Map.of());
   }
@@ -1023,7 +1023,7 @@ public final class WorkflowRunMachine extends RunMachine {
   }
 
   private void finishAttempt(ObjectNode a, int attempt, String outcome, Integer httpStatus, String message) {
-    a.put("finished_at", Json.TIME.format(now)).put("outcome", outcome);
+    a.put("finished_at", Json.time(now)).put("outcome", outcome);
     if (httpStatus == null) {
       a.putNull("http_status");
     } else {
@@ -1080,9 +1080,9 @@ public final class WorkflowRunMachine extends RunMachine {
 
   private void finishStep(int index, String stepStatus, JsonNode output) {
     ObjectNode step = step(index);
-    step.put("status", stepStatus).put("finished_at", Json.TIME.format(now));
+    step.put("status", stepStatus).put("finished_at", Json.time(now));
     if (step.path("started_at").isNull()) {
-      step.put("started_at", Json.TIME.format(now));
+      step.put("started_at", Json.time(now));
     }
     if (output != null) {
       step.set("output", output);

@@ -104,7 +104,7 @@ public final class TokenQuota {
     Map<String, Object> extensions = new LinkedHashMap<>();
     extensions.put("tokens_used", used);
     extensions.put("tokens_per_day", perDay);
-    extensions.put("resets_at", Json.TIME.format(resets));
+    extensions.put("resets_at", Json.time(resets));
     throw new DomainException(Kind.TOO_MANY, EXCEEDED, exhausted(used, resets), null,
         seconds, extensions);
   }
@@ -113,6 +113,6 @@ public final class TokenQuota {
   public String exhausted(long used, Instant resets) {
     return "the workspace used " + used + " of its " + perDay + " tokens for today "
         + "(agents.workspace_tokens_per_day); agent runs may call the model again after "
-        + Json.TIME.format(resets);
+        + Json.time(resets);
   }
 }

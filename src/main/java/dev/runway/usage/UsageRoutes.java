@@ -34,7 +34,7 @@ public final class UsageRoutes {
     body.put("tokens_used", used);
     body.put("tokens_per_day", tokens.unlimited() ? null : tokens.perDay());
     body.put("tokens_remaining", tokens.unlimited() ? null : Math.max(0, tokens.perDay() - used));
-    body.put("resets_at", Json.TIME.format(TokenQuota.resetsAt(now)));
+    body.put("resets_at", Json.time(TokenQuota.resetsAt(now)));
     List<Map<String, Object>> agents = new ArrayList<>();
     for (TokenUsageDao.DayTokens d : tokens.agentDays(workspaceId, now, 1, MAX_AGENTS)) {
       Map<String, Object> agent = new LinkedHashMap<>();

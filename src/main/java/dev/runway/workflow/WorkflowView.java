@@ -47,7 +47,7 @@ public record WorkflowView(
     }
     for (ScheduleDao.Row row : schedules) {
       if (view.triggers().get(row.triggerIndex()) instanceof ObjectNode trigger && trigger.has("schedule")) {
-        trigger.put("next_run_at", Json.TIME.format(row.nextRunAt()));
+        trigger.put("next_run_at", Json.time(row.nextRunAt()));
       }
     }
     return view;

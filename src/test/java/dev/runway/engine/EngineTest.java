@@ -749,7 +749,7 @@ class EngineTest {
       try {
         slow.begin();
         // A writer as the group commit runs it: the workspace's lock first, then the run and its events.
-        slow.attach(WorkspaceLocks.class).lock(WorkspaceLocks.key(api.workspace));
+        WorkspaceLocks.lock(slow.getConnection(), WorkspaceLocks.key(api.workspace));
         RunDao runs = slow.attach(RunDao.class);
         WorkflowRunMachine cancel = new WorkflowRunMachine(runs.findForUpdate(api.workspace, first).orElseThrow(), Time.now());
         cancel.cancel(WorkflowRunMachine.ENGINE);
