@@ -13,6 +13,7 @@ import java.net.URISyntaxException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.sql.Connection;
+import java.sql.ResultSet;
 import java.sql.Statement;
 import java.util.List;
 import java.util.regex.Matcher;
@@ -49,6 +50,30 @@ class DatabaseTest {
             + Database.SCHEMA_VERSION + "'");
       }
       assertFalse(Database.schemaIsCurrent(pool));
+    }
+  }
+
+  @BothDatabases
+  void a_run_start_writes_no_foreign_key_check_and_on_postgresql_no_entry_in_the_sparse_indexes(TestDatabase kind)
+      throws Exception {
+    ServerSettings settings = ServerSettings.from(kind.settingsForFreshDatabase());
+    try (HikariDataSource pool = pool(settings); Database opened = Database.using(pool);
+         Connection c = pool.getConnection(); Statement s = c.createStatement()) {
+      ResultSet keys = s.executeQuery("SELECT COUNT(*) FROM information_schema.table_constraints WHERE "
+          + "UPPER(table_name) = 'RUN' AND table_schema = CURRENT_SCHEMA AND constraint_type = 'FOREIGN KEY'");
+      keys.next();
+      assertEquals(0, keys.getInt(1), "the run's foreign key to its workflow is gone (V30)");
+      if (kind == TestDatabase.POSTGRESQL) {
+        ResultSet indexes = s.executeQuery("SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = "
+            + "current_schema() AND indexname IN ('run_parent', 'run_thread', 'run_concurrency_key', 'run_due', "
+            + "'run_workspace_agent_id')");
+        int partial = 0;
+        while (indexes.next()) {
+          assertTrue(indexes.getString(2).contains(" IS NOT NULL"), indexes.getString(2));
+          partial++;
+        }
+        assertEquals(5, partial);
+      }
     }
   }
 
