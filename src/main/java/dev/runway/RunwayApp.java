@@ -45,8 +45,6 @@ import org.eclipse.jetty.util.thread.QueuedThreadPool;
 
 /** Builds Runway's HTTP application, unstarted, so tests can hand the same app to JavalinTest. */
 public final class RunwayApp {
-  /** The one path whose bodies may be larger than http.max_body_bytes: a CRM sync (1 MiB). */
-
   private RunwayApp() {}
 
   public static Javalin create(Services services, ServerSettings settings) {
@@ -276,8 +274,9 @@ public final class RunwayApp {
   }
 
   /**
-   * Whether {@code path} is /v1/crm/{type}/records/sync, whose bodies may be larger: asked for every
-   * request with a body, so without a regular expression.
+   * Whether {@code path} is /v1/crm/{type}/records/sync, the one path whose bodies may be larger than
+   * http.max_body_bytes (a CRM sync, 1 MiB): asked for every request with a body, so without a
+   * regular expression.
    */
   static boolean isCrmSync(String path) {
     String prefix = "/v1/crm/";
