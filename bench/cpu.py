@@ -18,7 +18,7 @@ usage: python3 bench/cpu.py [h2|pg|both]      (default: both)
   RUNWAY_JAR, RUNWAY_JAVA_OPTS as for bench/agents.py; BENCH_PG_URL (jdbc:postgresql://127.0.0.1:5432/postgres),
   BENCH_PG_USER (postgres): a database bench_cpu_<n> is made there for each round and dropped after.
 """
-import os, shutil, statistics, subprocess, sys, tempfile, time, urllib.request
+import os, shutil, signal, statistics, subprocess, sys, tempfile, time, urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import agents  # noqa: E402
@@ -135,12 +135,13 @@ def round_(kind, database, n, script):
                 server = agents.Runway(**settings)
             finally:
                 agents.JAR = jar
-            server.ok("PUT", "/v1/workflows/noop", {"steps": []})
         else:
             h2_dir = tempfile.mkdtemp(prefix="minimal-h2-")
             server = Minimal(url if database == "pg" else "jdbc:h2:file:%s/db" % h2_dir, PG_USER if database == "pg"
                              else "sa")
         try:
+            if kind != "minimal":
+                server.ok("PUT", "/v1/workflows/noop", {"steps": []})
             target = server.base + "/v1/workflows/noop/runs"
             wrk(target, WARM, server.key, script)
             before, pg_before = cpu_seconds(server.proc.pid), postgres_cpu_seconds()
@@ -176,6 +177,14 @@ def main():
     with open(script, "w") as f:
         f.write(LUA)
     kinds = ["runway", "minimal"] + (["base"] if BASE_JAR else [])
+    try:
+        measure(databases, kinds, script)
+    finally:
+        shutil.rmtree(os.path.dirname(script), ignore_errors=True)
+
+
+def measure(databases, kinds, script):
+    """The rounds on each database, and their medians and ratios, printed."""
     n = 0
     for database in databases:
         results = {k: [] for k in kinds}
@@ -207,6 +216,8 @@ def main():
 
 
 if __name__ == "__main__":
+    # Stopped with SIGTERM (kill, timeout), end as on an error, so that the servers of the round are stopped too.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     try:
         main()
     except agents.Fail as e:
