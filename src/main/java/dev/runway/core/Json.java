@@ -193,8 +193,10 @@ public final class Json {
     if (node == null || node.isMissingNode()) {
       return null;
     }
-    String bad = hasUnpairedSurrogate(node) ? unpairedSurrogate(node, "") : null;
-    if (bad != null) {
+    String at = unpairedSurrogate(node);
+    if (at != null) {
+      // A field name of the top-level object has no path of its own.
+      String bad = at.isEmpty() && node.isObject() ? "(a field name)" : at.startsWith(".") ? at.substring(1) : at;
       throw new InvalidJson("has a string with an unpaired UTF-16 surrogate" + (bad.isEmpty() ? "" : " at " + bad), bad, false);
     }
     return node;
@@ -252,50 +254,31 @@ public final class Json {
     }
   }
 
-  /** Whether a string (value or field name) holds an unpaired surrogate: as below, without building paths. */
-  private static boolean hasUnpairedSurrogate(JsonNode node) {
+  /**
+   * Where the first string (value or field name) holding an unpaired surrogate is, relative to
+   * {@code node}: "" for the node itself, or for an object with such a field name; else ".key" or
+   * "[i]" before the rest. Null when there is none. The path is built only for the bad string.
+   */
+  private static String unpairedSurrogate(JsonNode node) {
     if (node.isTextual()) {
-      return !wellFormed(node.textValue());
-    }
-    if (node.isObject()) {
-      for (Iterator<Map.Entry<String, JsonNode>> it = node.fields(); it.hasNext(); ) {
-        Map.Entry<String, JsonNode> field = it.next();
-        if (!wellFormed(field.getKey()) || hasUnpairedSurrogate(field.getValue())) {
-          return true;
-        }
-      }
-    } else if (node.isArray()) {
-      for (JsonNode element : node) {
-        if (hasUnpairedSurrogate(element)) {
-          return true;
-        }
-      }
-    }
-    return false;
-  }
-
-  /** The path of the first string (value or field name) holding an unpaired surrogate, or null. */
-  private static String unpairedSurrogate(JsonNode node, String path) {
-    if (node.isTextual()) {
-      return wellFormed(node.textValue()) ? null : path;
+      return wellFormed(node.textValue()) ? null : "";
     }
     if (node.isArray()) {
       for (int i = 0; i < node.size(); i++) {
-        String bad = unpairedSurrogate(node.get(i), path + "[" + i + "]");
+        String bad = unpairedSurrogate(node.get(i));
         if (bad != null) {
-          return bad;
+          return "[" + i + "]" + bad;
         }
       }
     } else if (node.isObject()) {
       for (Iterator<Map.Entry<String, JsonNode>> it = node.fields(); it.hasNext(); ) {
         Map.Entry<String, JsonNode> field = it.next();
-        String at = path.isEmpty() ? field.getKey() : path + "." + field.getKey();
         if (!wellFormed(field.getKey())) {
-          return path.isEmpty() ? "(a field name)" : path;
+          return "";
         }
-        String bad = unpairedSurrogate(field.getValue(), at);
+        String bad = unpairedSurrogate(field.getValue());
         if (bad != null) {
-          return bad;
+          return "." + field.getKey() + bad;
         }
       }
     }

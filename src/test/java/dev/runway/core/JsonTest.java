@@ -50,6 +50,11 @@ class JsonTest {
     Json.InvalidJson refused = assertThrows(Json.InvalidJson.class, () -> Json.parseUntrusted(
         "{\"a\":{\"b\":[\"ok\",\"\\ud800\"]}}".getBytes(StandardCharsets.UTF_8)));
     assertEquals("a.b[1]", refused.path());
+    for (String[] doc : new String[][] {{"{\"\\ud800\":1}", "(a field name)"}, {"{\"a\":{\"\\ud800\":1}}", "a"},
+        {"[1,\"\\ud800\"]", "[1]"}, {"\"\\udc00\"", ""}, {"{\"a\":[{\"b\":\"\\ud800x\"}]}", "a[0].b"}}) {
+      assertEquals(doc[1], assertThrows(Json.InvalidJson.class,
+          () -> Json.parseUntrusted(doc[0].getBytes(StandardCharsets.UTF_8))).path(), doc[0]);
+    }
     assertNull(Json.parseUntrusted("{\"a\":\"\\ud83d\\ude00\"}".getBytes(StandardCharsets.UTF_8)).path("b").textValue());
   }
 }
