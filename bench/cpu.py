@@ -6,7 +6,10 @@ default 2; A B C A B C with BENCH_BASE_JAR, C being that older Runway jar): A is
 (target/runway.jar, started with config/jvm.options as ./run.sh starts it, request log and per-key
 rate limit off, on a fresh database), B is bench/MinimalServer.java (Javalin + Hikari, a durable
 insert per request committed in groups by one writer; same JVM options) on a fresh database of
-its own. Each round: the server warms up (BENCH_WARMUP_SECONDS of load, default 20), then
+its own. Each round: the server warms up under the same load until the JIT has done its work, in
+windows of 10 s until its compiler threads (C1, C2) used at most 5% of the server's CPU in one
+(at least BENCH_WARMUP_SECONDS, default 20, at most BENCH_WARMUP_MAX_SECONDS, default 180; the
+warm-up time is printed: Runway has several times the minimal server's code to compile), then
 `wrk -t2 -c32` for BENCH_SECONDS (default 15) on POST /v1/workflows/noop/runs (a workflow without
 steps), reading the server's CPU time (/proc/<pid>/stat, user + system) before and after, and on
 PostgreSQL that of the database's processes too. Prints
@@ -25,6 +28,9 @@ import agents  # noqa: E402
 
 ROOT = agents.ROOT
 WARM = int(os.environ.get("BENCH_WARMUP_SECONDS", "20"))
+WARM_MAX = int(os.environ.get("BENCH_WARMUP_MAX_SECONDS", "180"))
+WARM_WINDOW = 10
+WARM_COMPILER_SHARE = 0.05
 SECS = int(os.environ.get("BENCH_SECONDS", "15"))
 PG_URL = os.environ.get("BENCH_PG_URL", "jdbc:postgresql://127.0.0.1:5432/postgres")
 PG_USER = os.environ.get("BENCH_PG_USER", "postgres")
@@ -48,6 +54,37 @@ def cpu_seconds(pid):
     with open("/proc/%d/stat" % pid) as f:
         fields = f.read().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / TICKS  # utime, stime
+
+
+def compiler_cpu_seconds(pid):
+    """CPU time of the JVM's JIT compiler threads (C1, C2) of process pid."""
+    total = 0.0
+    for tid in os.listdir("/proc/%d/task" % pid):
+        try:
+            with open("/proc/%d/task/%s/comm" % (pid, tid)) as f:
+                if not f.read().startswith(("C1 Compiler", "C2 Compiler")):
+                    continue
+            with open("/proc/%d/task/%s/stat" % (pid, tid)) as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            total += (int(fields[11]) + int(fields[12])) / TICKS
+        except OSError:
+            pass  # a compiler thread that ended meanwhile
+    return total
+
+
+def warm_up(pid, target, key, script):
+    """Load until a window in which the JIT compilers used at most WARM_COMPILER_SHARE of the
+    process's CPU (at least WARM, at most WARM_MAX seconds); the seconds it took, and whether it settled."""
+    waited = 0
+    while True:
+        process, compilers = cpu_seconds(pid), compiler_cpu_seconds(pid)
+        wrk(target, WARM_WINDOW, key, script)
+        waited += WARM_WINDOW
+        share = (compiler_cpu_seconds(pid) - compilers) / max(cpu_seconds(pid) - process, 1e-9)
+        if waited >= WARM and share <= WARM_COMPILER_SHARE:
+            return waited, True
+        if waited >= WARM_MAX:
+            return waited, False
 
 
 def postgres_cpu_seconds():
@@ -143,7 +180,7 @@ def round_(kind, database, n, script):
             if kind != "minimal":
                 server.ok("PUT", "/v1/workflows/noop", {"steps": []})
             target = server.base + "/v1/workflows/noop/runs"
-            wrk(target, WARM, server.key, script)
+            warm, settled = warm_up(server.proc.pid, target, server.key, script)
             before, pg_before = cpu_seconds(server.proc.pid), postgres_cpu_seconds()
             requests, non2xx, duration, p50, p99 = wrk(target, SECS, server.key, script)
             cpu = cpu_seconds(server.proc.pid) - before
@@ -155,7 +192,7 @@ def round_(kind, database, n, script):
         if non2xx:
             raise agents.Fail("%s on %s: %d answers were not 2xx" % (kind, database, non2xx))
         return {"rate": requests / duration, "p50": p50, "p99": p99, "cpu_us": cpu / requests * 1e6,
-                "pg_us": pg_cpu / requests * 1e6 if database == "pg" else 0.0}
+                "pg_us": pg_cpu / requests * 1e6 if database == "pg" else 0.0, "warm": warm, "settled": settled}
     finally:
         if pg_db:
             psql("DROP DATABASE IF EXISTS " + pg_db)
@@ -193,18 +230,19 @@ def measure(databases, kinds, script):
                 n += 1
                 r = round_(kind, database, n, script)
                 results[kind].append(r)
-                print("%-3s %-8s %8.0f starts/s  p50 %6.2f ms  p99 %6.2f ms  CPU %6.0f us/start%s" % (
+                print("%-3s %-8s %8.0f starts/s  p50 %6.2f ms  p99 %6.2f ms  CPU %6.0f us/start%s  warm after %d s%s" % (
                     database, kind, r["rate"], r["p50"], r["p99"], r["cpu_us"],
-                    "  (PostgreSQL %4.0f us/start)" % r["pg_us"] if database == "pg" else ""), flush=True)
-        med = {k: {f: statistics.median(r[f] for r in v) for f in ("rate", "p50", "p99", "cpu_us", "pg_us")}
+                    "  (PostgreSQL %4.0f us/start)" % r["pg_us"] if database == "pg" else "", r["warm"],
+                    "" if r["settled"] else " (JIT not settled)"), flush=True)
+        med = {k: {f: statistics.median(r[f] for r in v) for f in ("rate", "p50", "p99", "cpu_us", "pg_us", "warm")}
                for k, v in results.items()}
         target = 0.9 if database == "h2" else 0.7
         ratio = med["runway"]["rate"] / med["minimal"]["rate"]
         for kind in kinds:
             m = med[kind]
-            print("%s median %-8s %6.0f starts/s  p99 %5.1f ms  CPU %4.0f us/start%s" % (
+            print("%s median %-8s %6.0f starts/s  p99 %5.1f ms  CPU %4.0f us/start%s  warm after %.0f s" % (
                 database, kind, m["rate"], m["p99"], m["cpu_us"],
-                "  PostgreSQL %4.0f us/start" % m["pg_us"] if database == "pg" else ""))
+                "  PostgreSQL %4.0f us/start" % m["pg_us"] if database == "pg" else "", m["warm"]))
         print("%s Runway/minimal throughput %.2f (target >= %.1f: %s), Runway p99 <= 25 ms: %s, Runway's CPU a start "
               "%.2fx the minimal's" % (database, ratio, target, agents.verdict(ratio >= target),
                                        agents.verdict(med["runway"]["p99"] <= 25),
