@@ -22,7 +22,7 @@ public final class Database implements AutoCloseable {
   /** How long requests fail at once after a failed connection, before one tries again. */
   private static final long FAIL_FAST_MILLIS = 1000;
   /** The newest migration under db/ (DatabaseTest keeps the two in step). */
-  static final String SCHEMA_VERSION = "30";
+  static final String SCHEMA_VERSION = "31";
   /** H2's page cache in KB (see {@link #configureH2}). */
   private static final int H2_CACHE_KB = 1024;
   /** How long H2 keeps a chunk it no longer needs, in ms (see {@link #configureH2}). */

@@ -43,13 +43,13 @@ public interface ConcurrencyDao {
       + "AND workflow_id = :workflowId AND concurrency_key = :key")
   int active(String workspaceId, String workflowId, String key);
 
-  /** The key's queued runs, oldest first. */
-  @SqlQuery("SELECT id FROM run WHERE workspace_id = :workspaceId AND workflow_id = :workflowId "
-      + "AND concurrency_key = :key AND status = 'queued' ORDER BY id LIMIT :limit")
+  /** The key's queued runs, oldest first (from run_by_key: the key's runs that have not ended, see RunDao). */
+  @SqlQuery("SELECT run_id FROM run_by_key WHERE workspace_id = :workspaceId AND workflow_id = :workflowId "
+      + "AND concurrency_key = :key AND status = 'queued' ORDER BY run_id LIMIT :limit")
   List<String> queued(String workspaceId, String workflowId, String key, int limit);
 
   /** The key's active runs (running or awaiting approval), oldest first. */
-  @SqlQuery("SELECT id FROM run WHERE workspace_id = :workspaceId AND workflow_id = :workflowId "
-      + "AND concurrency_key = :key AND status IN ('running', 'awaiting_approval') ORDER BY id LIMIT :limit")
+  @SqlQuery("SELECT run_id FROM run_by_key WHERE workspace_id = :workspaceId AND workflow_id = :workflowId "
+      + "AND concurrency_key = :key AND status IN ('running', 'awaiting_approval') ORDER BY run_id LIMIT :limit")
   List<String> activeRuns(String workspaceId, String workflowId, String key, int limit);
 }

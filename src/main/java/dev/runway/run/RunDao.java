@@ -59,9 +59,31 @@ public interface RunDao {
       ps.setString(25, run.concurrencyKey());
       ps.setString(26, run.threadId());
       ps.addBatch();
+      if (run.parentRunId() != null) {
+        addRow(tx.batch("INSERT INTO run_by_parent (parent_run_id, run_id) VALUES (?, ?)"), run.parentRunId(), run.id());
+      }
+      if (run.threadId() != null) {
+        addRow(tx.batch("INSERT INTO run_by_thread (workspace_id, thread_id, run_id) VALUES (?, ?, ?)"),
+            run.workspaceId(), run.threadId(), run.id());
+      }
+      if (run.agentId() != null) {
+        addRow(tx.batch("INSERT INTO run_by_agent (workspace_id, agent_id, run_id) VALUES (?, ?, ?)"),
+            run.workspaceId(), run.agentId(), run.id());
+      }
+      if (run.concurrencyKey() != null && !run.isEnded()) {
+        addRow(tx.batch("INSERT INTO run_by_key (workspace_id, workflow_id, concurrency_key, status, run_id) "
+            + "VALUES (?, ?, ?, ?, ?)"), run.workspaceId(), run.workflowId(), run.concurrencyKey(), run.status(), run.id());
+      }
     } catch (SQLException e) {
       throw new Jdbc.UncheckedSqlException(e);
     }
+  }
+
+  private static void addRow(PreparedStatement ps, String... values) throws SQLException {
+    for (int i = 0; i < values.length; i++) {
+      ps.setString(i + 1, values[i]);
+    }
+    ps.addBatch();
   }
 
   @SqlQuery("SELECT * FROM run WHERE workspace_id = :workspaceId AND id = :id FOR UPDATE")
@@ -76,22 +98,50 @@ public interface RunDao {
    * has not ended; returns 0 otherwise (the caller lost the race and must not go on). An ended run
    * never changes again, which lets every instance keep copies of ended runs (EndedRuns).
    */
+  default int saveProgress(Run run) {
+    return keepKeyed(this, run, updateProgress(run));
+  }
+
   @SqlUpdate("UPDATE run SET status = :status, approval = :approval, error = :error, steps = :steps, "
       + "current_step = :currentStep, due_at = :dueAt, finished_at = :finishedAt, updated_at = :updatedAt, "
       + "lease_owner = :leaseOwner, lease_until = :leaseUntil, version = :version, output = :output "
       + "WHERE id = :id AND version = :version - 1 AND finished_at IS NULL")
-  int saveProgress(@BindMethods Run run);
+  int updateProgress(@BindMethods Run run);
 
   /**
    * Like {@link #saveProgress}, for a move that rests on a lease: only while the run is still
    * leased to {@code heldBy}. An instance that takes a run over writes its own lease (and the next
    * version) in its claim, so of a holder that lost the run and the one that took it, one saves.
    */
+  default int saveHeldProgress(Run run, String heldBy) {
+    return keepKeyed(this, run, updateHeldProgress(run, heldBy));
+  }
+
   @SqlUpdate("UPDATE run SET status = :r.status, approval = :r.approval, error = :r.error, steps = :r.steps, "
       + "current_step = :r.currentStep, due_at = :r.dueAt, finished_at = :r.finishedAt, updated_at = :r.updatedAt, "
       + "lease_owner = :r.leaseOwner, lease_until = :r.leaseUntil, version = :r.version, output = :r.output "
       + "WHERE id = :r.id AND version = :r.version - 1 AND finished_at IS NULL AND lease_owner = :heldBy")
-  int saveHeldProgress(@BindMethods("r") Run run, String heldBy);
+  int updateHeldProgress(@BindMethods("r") Run run, String heldBy);
+
+  /** After a saved move of a run with a concurrency key: its status in run_by_key, or its row gone once it ended. */
+  private static int keepKeyed(RunDao runs, Run run, int saved) {
+    if (saved == 1 && run.concurrencyKey() != null) {
+      if (run.isEnded()) {
+        runs.forgetKeyed(run.workspaceId(), run.workflowId(), run.concurrencyKey(), run.id());
+      } else {
+        runs.keyedStatus(run.workspaceId(), run.workflowId(), run.concurrencyKey(), run.id(), run.status());
+      }
+    }
+    return saved;
+  }
+
+  @SqlUpdate("UPDATE run_by_key SET status = :status WHERE workspace_id = :workspaceId AND workflow_id = :workflowId "
+      + "AND concurrency_key = :key AND run_id = :runId AND status <> :status")
+  void keyedStatus(String workspaceId, String workflowId, String key, String runId, String status);
+
+  @SqlUpdate("DELETE FROM run_by_key WHERE workspace_id = :workspaceId AND workflow_id = :workflowId "
+      + "AND concurrency_key = :key AND run_id = :runId")
+  void forgetKeyed(String workspaceId, String workflowId, String key, String runId);
 
   /**
    * Runs the engine should look at now and that no live lease holds, longest due first. The lower
@@ -188,8 +238,13 @@ public interface RunDao {
       sql.append(" AND kind = :kind");
       params.put("kind", f.kind());
     }
+    // A run's agent and parent are found through their lookup tables (V31). The page's lower bound
+    // goes into those lookups, where their key orders the run ids: next to the run's own id, H2 would
+    // walk the run table's key down from it instead.
+    String before = f.startingAfter() == null ? "" : " AND run_id < :startingAfter";
     if (f.agent() != null) {
-      sql.append(" AND agent_id = :agent");
+      sql.append(" AND id IN (SELECT run_id FROM run_by_agent WHERE workspace_id = :workspaceId AND agent_id = :agent")
+          .append(before).append(")");
       params.put("agent", f.agent());
     }
     if (f.workflow() != null) {
@@ -203,7 +258,8 @@ public interface RunDao {
       }
     }
     if (f.parentRunId() != null) {
-      sql.append(" AND parent_run_id = :parentRunId");
+      sql.append(" AND id IN (SELECT run_id FROM run_by_parent WHERE parent_run_id = :parentRunId").append(before)
+          .append(")");
       params.put("parentRunId", f.parentRunId());
     }
     if (f.project() != null) {
@@ -221,7 +277,9 @@ public interface RunDao {
       params.put("createdBefore", f.createdBefore());
     }
     if (f.startingAfter() != null) {
-      sql.append(" AND id < :startingAfter");
+      if (f.agent() == null && f.parentRunId() == null) {
+        sql.append(" AND id < :startingAfter");
+      }
       params.put("startingAfter", f.startingAfter());
     }
     return sql.toString();

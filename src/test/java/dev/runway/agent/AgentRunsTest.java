@@ -89,6 +89,36 @@ class AgentRunsTest {
   // ---- the loop ----
 
   @BothDatabases
+  void an_agents_runs_are_listed_newest_first_in_pages(Api api) {
+    // No engine: the runs stay running, which is all the list needs.
+    api.test(http -> {
+      agent(http, "greeter", null);
+      agent(http, "other", null);
+      List<String> mine = new ArrayList<>();
+      for (int i = 0; i < 3; i++) {
+        mine.add(0, start(http, "greeter", "\"Hi\""));
+        start(http, "other", "\"Hi\"");
+      }
+      JsonNode page = http.get("/v1/runs?agent=greeter&limit=2").json();
+      assertEquals(mine.subList(0, 2), ids(page));
+      assertTrue(page.get("has_more").asBoolean(), page::toString);
+      JsonNode rest = http.get("/v1/runs?agent=greeter&limit=2&starting_after=" + mine.get(1)).json();
+      assertEquals(mine.subList(2, 3), ids(rest));
+      assertFalse(rest.get("has_more").asBoolean(), rest::toString);
+      assertEquals(mine.subList(1, 3), ids(http.get("/v1/runs?kind=agent&agent=greeter&status=running&starting_after="
+          + mine.get(0)).json()));
+      assertEquals(List.of(), ids(http.get("/v1/runs?agent=greeter&status=succeeded").json()));
+      assertEquals(3, ids(http.get("/v1/runs?agent=other").json()).size());
+    });
+  }
+
+  private static List<String> ids(JsonNode page) {
+    List<String> ids = new ArrayList<>();
+    page.get("data").forEach(r -> ids.add(r.get("id").asText()));
+    return ids;
+  }
+
+  @BothDatabases
   void a_plain_answer_ends_the_run_with_its_output_and_the_models_usage(Api api) throws Exception {
     try (FakeModel model = FakeModel.start(); Engine engine = engine(api, model)) {
       model.script(Reply.text("Hello there").usage(12, 3));

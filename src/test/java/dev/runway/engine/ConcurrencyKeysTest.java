@@ -61,6 +61,13 @@ class ConcurrencyKeysTest {
         .bind("ws", api.workspace).bind("key", key).mapTo(Integer.class).one());
   }
 
+  /** What run_by_key holds for the key: each run that has not ended, with its status, oldest first. */
+  private static List<String> keyed(Api api, String key) {
+    return api.jdbi().withHandle(h -> h.createQuery("SELECT run_id || ' ' || status FROM run_by_key "
+        + "WHERE workspace_id = :ws AND workflow_id = 'per-customer' AND concurrency_key = :key ORDER BY run_id")
+        .bind("ws", api.workspace).bind("key", key).mapTo(String.class).list());
+  }
+
   @BothDatabases
   void with_limit_1_runs_of_a_key_wait_queued_and_start_in_creation_order_as_the_active_one_ends(Api api)
       throws Exception {
@@ -83,6 +90,7 @@ class ConcurrencyKeysTest {
         assertEquals(3, listed.size(), listed::toString);
         assertEquals(d, listed.get(0).get("id").asText(), "newest first");
         assertEquals(1, active(api, "acme"));
+        assertEquals(List.of(a + " awaiting_approval", b + " queued", c + " queued", d + " queued"), keyed(api, "acme"));
 
         // a succeeds: b (the oldest queued) starts.
         assertEquals(200, http.post("/v1/runs/" + a + "/approve", "{}").status());
@@ -90,6 +98,8 @@ class ConcurrencyKeysTest {
         Runs.awaitStatus(http, b, "awaiting_approval");
         assertEquals(List.of("queued", "queued"), statuses(http, List.of(c, d)));
         assertEquals(List.of("run.queued", "run.started", "run.awaiting_approval"), eventTypes(http, b));
+        assertEquals(List.of(b + " awaiting_approval", c + " queued", d + " queued"), keyed(api, "acme"),
+            "a ended: its row is gone in the commit that ended it");
 
         // b fails: c starts.
         tool.script("/work", Reply.json(500, "{\"error\": \"down\"}"));
@@ -106,6 +116,8 @@ class ConcurrencyKeysTest {
         // d is canceled: nothing waits, the place is given back.
         assertEquals(200, http.post("/v1/runs/" + d + "/cancel", "{}").status());
         assertEquals(0, active(api, "acme"));
+        assertEquals(List.of(), keyed(api, "acme"));
+        assertEquals(List.of(other + " awaiting_approval"), keyed(api, "globex"));
         assertEquals(1, active(api, "globex"));
         assertEquals(2, tool.calls("/work").size(), "a's and b's calls, one each");
       });

@@ -3,6 +3,7 @@ package dev.runway.engine;
 import static dev.runway.support.Problems.assertProblem;
 import static dev.runway.support.Runs.awaitStatus;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
@@ -236,6 +237,15 @@ class ForeachParallelTest {
           assertEquals(top, run.get("parent_run_id").asText());
         }
         assertEquals(iterations, ids(http.get("/v1/runs?workflow=fan&parent_run_id=" + top).json()));
+        // Paged: the children after a cursor, newest first, the cursor's own run left out.
+        JsonNode page = http.get("/v1/runs?parent_run_id=" + top + "&limit=2").json();
+        assertEquals(iterations.subList(0, 2), ids(page));
+        assertTrue(page.get("has_more").asBoolean(), page::toString);
+        JsonNode rest = http.get("/v1/runs?parent_run_id=" + top + "&limit=2&starting_after=" + iterations.get(1)).json();
+        assertEquals(iterations.subList(2, 3), ids(rest));
+        assertFalse(rest.get("has_more").asBoolean(), rest::toString);
+        assertEquals(iterations.subList(1, 3), ids(http.get("/v1/runs?parent_run_id=" + top + "&status=succeeded"
+            + "&starting_after=" + iterations.get(0)).json()));
         assertEquals(List.of(called), ids(http.get("/v1/runs?parent_run_id=" + caller.get("id").asText()
             + "&workflow=fan").json()));
         // Without a workflow the list holds every run.
