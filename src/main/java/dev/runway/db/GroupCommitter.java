@@ -332,8 +332,11 @@ public final class GroupCommitter implements AutoCloseable {
     if (!lockWorkspaces) {
       return;
     }
+    // Each workspace's key hashed once per commit (an MD5): a batch is mostly writes of a few workspaces.
+    Set<String> workspaces = new HashSet<>();
+    writes.forEach(w -> workspaces.addAll(w.workspaces));
     SortedSet<Long> keys = new TreeSet<>();
-    writes.forEach(w -> w.workspaces.forEach(id -> keys.add(WorkspaceLocks.key(id))));
+    workspaces.forEach(id -> keys.add(WorkspaceLocks.key(id)));
     keys.forEach(key -> WorkspaceLocks.lock(tx.connection(), key));
   }
 
