@@ -102,6 +102,7 @@ public interface RunDao {
     return keepKeyed(this, run, updateProgress(run));
   }
 
+  /** {@link #saveProgress}'s statement alone: call that, which keeps run_by_key too. */
   @SqlUpdate("UPDATE run SET status = :status, approval = :approval, error = :error, steps = :steps, "
       + "current_step = :currentStep, due_at = :dueAt, finished_at = :finishedAt, updated_at = :updatedAt, "
       + "lease_owner = :leaseOwner, lease_until = :leaseUntil, version = :version, output = :output "
@@ -117,6 +118,7 @@ public interface RunDao {
     return keepKeyed(this, run, updateHeldProgress(run, heldBy));
   }
 
+  /** {@link #saveHeldProgress}'s statement alone: call that, which keeps run_by_key too. */
   @SqlUpdate("UPDATE run SET status = :r.status, approval = :r.approval, error = :r.error, steps = :r.steps, "
       + "current_step = :r.currentStep, due_at = :r.dueAt, finished_at = :r.finishedAt, updated_at = :r.updatedAt, "
       + "lease_owner = :r.leaseOwner, lease_until = :r.leaseUntil, version = :r.version, output = :r.output "
