@@ -117,6 +117,8 @@ public final class ToolServer implements AutoCloseable {
       String path = exchange.getRequestURI().getPath();
       Reply reply;
       int callNumber;
+      CountDownLatch gate;
+      boolean held;
       synchronized (this) {
         Map<String, String> headers = new HashMap<>();
         exchange.getRequestHeaders().forEach((name, values) -> headers.put(name, values.get(0)));
@@ -129,13 +131,14 @@ public final class ToolServer implements AutoCloseable {
         } else {
           reply = script.size() > 1 ? script.poll() : script.peek();
         }
-      }
-      CountDownLatch gate;
-      synchronized (this) {
         gate = gates.get(path);
+        held = !reply.delay().isZero() || gate != null;
+        if (held) {
+          // Counted under the lock that records the call: whoever sees the call in calls() sees it in flight.
+          peak.accumulateAndGet(inFlight.incrementAndGet(), Math::max);
+        }
       }
-      if (!reply.delay().isZero() || gate != null) {
-        peak.accumulateAndGet(inFlight.incrementAndGet(), Math::max);
+      if (held) {
         try {
           if (gate != null) {
             gate.await(30, TimeUnit.SECONDS);
