@@ -4,7 +4,9 @@ import dev.runway.metrics.Metrics;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.HashSet;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
 import java.util.SortedSet;
 import java.util.TreeSet;
@@ -56,6 +58,16 @@ public final class GroupCommitter implements AutoCloseable {
   private final BlockingQueue<Write<?>> queue;
   private final Thread writer;
   private final boolean lockWorkspaces;
+  /**
+   * The lock keys of the workspaces written to lately (an MD5 each, see WorkspaceLocks.key), used by
+   * the writer thread alone: most commits are of the same few workspaces.
+   */
+  private final Map<String, Long> lockKeys = new LinkedHashMap<>(64, 0.75f, true) {
+    @Override
+    protected boolean removeEldestEntry(Map.Entry<String, Long> eldest) {
+      return size() > 4096;
+    }
+  };
   private final boolean holdDeliveries;
   private final Metrics metrics;
   private final ExecutorService notifier = Executors.newSingleThreadExecutor(r -> {
@@ -332,11 +344,8 @@ public final class GroupCommitter implements AutoCloseable {
     if (!lockWorkspaces) {
       return;
     }
-    // Each workspace's key hashed once per commit (an MD5): a batch is mostly writes of a few workspaces.
-    Set<String> workspaces = new HashSet<>();
-    writes.forEach(w -> workspaces.addAll(w.workspaces));
     SortedSet<Long> keys = new TreeSet<>();
-    workspaces.forEach(id -> keys.add(WorkspaceLocks.key(id)));
+    writes.forEach(w -> w.workspaces.forEach(id -> keys.add(lockKeys.computeIfAbsent(id, WorkspaceLocks::key))));
     keys.forEach(key -> WorkspaceLocks.lock(tx.connection(), key));
   }
 
