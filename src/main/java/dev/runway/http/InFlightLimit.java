@@ -16,9 +16,11 @@ import java.util.concurrent.atomic.AtomicInteger;
  * forms, which have no key: a flood of sign-ins waiting for a password hash once could).
  */
 public final class InFlightLimit {
-  private static final String ADMITTED = "runway.admitted";
-  private static final String KEY_ADMITTED = "runway.key_admitted";
-  private static final String ADDRESS_ADMITTED = "runway.address_admitted";
+  /**
+   * The request's {@link Admission}: one attribute for what it holds, read once when it leaves
+   * (Jetty's request attributes cost a map lookup through several wrappers each).
+   */
+  private static final String ADMISSION = "runway.admission";
   private final int max;
   private final int maxPerKey;
   private final Semaphore permits;
@@ -60,14 +62,15 @@ public final class InFlightLimit {
     if (!permits.tryAcquire()) {
       throw unavailable("the server is at its limit of " + max + " requests in flight; retry shortly");
     }
-    ctx.attribute(ADMITTED, Boolean.TRUE);
+    Admission admission = new Admission();
+    ctx.attribute(ADMISSION, admission);
     if (!ctx.path().startsWith("/v1/") && !ctx.path().equals("/mcp")) {
-      enterForAddress(ctx, ClientAddress.of(ctx));
+      enterForAddress(admission, ClientAddress.of(ctx));
     }
   }
 
   /** A request without a key: 429 if its client address has {@code maxPerKey} requests in flight already. */
-  private void enterForAddress(Context ctx, String address) {
+  private void enterForAddress(Admission admission, String address) {
     boolean[] admitted = {false};
     byAddress.compute(address, (a, n) -> {
       int held = n == null ? 0 : n;
@@ -78,7 +81,7 @@ public final class InFlightLimit {
       throw new ApiException(429, "rate_limited", "this client address has " + maxPerKey
           + " requests in flight already; send more once some have been answered", null, Map.of("Retry-After", "1"));
     }
-    ctx.attribute(ADDRESS_ADMITTED, address);
+    admission.address = address;
   }
 
   /**
@@ -87,30 +90,40 @@ public final class InFlightLimit {
    * keys): removing it at zero took a lock on every request.
    */
   void enterForKey(Context ctx, String keyId) {
+    Admission admission = ctx.attribute(ADMISSION);
+    if (admission == null) {
+      return; // a metrics scrape: it takes no place, so its key holds none either
+    }
     AtomicInteger count = byKey.computeIfAbsent(keyId, k -> new AtomicInteger());
     if (count.incrementAndGet() > maxPerKey) {
       count.decrementAndGet();
       throw new ApiException(429, "rate_limited", "this API key has " + maxPerKey
           + " requests in flight already; send more once some have been answered", null, Map.of("Retry-After", "1"));
     }
-    ctx.attribute(KEY_ADMITTED, count);
+    admission.key = count;
   }
 
+  /** Gives back what the request holds; once, however often it is called. */
   public void leave(Context ctx) {
-    if (ctx.attribute(ADMITTED) != null) {
-      ctx.attribute(ADMITTED, null);
-      permits.release();
+    Admission admission = ctx.attribute(ADMISSION);
+    if (admission == null || admission.left) {
+      return;
     }
-    AtomicInteger count = ctx.attribute(KEY_ADMITTED);
-    if (count != null) {
-      ctx.attribute(KEY_ADMITTED, null);
-      count.decrementAndGet();
+    admission.left = true;
+    permits.release();
+    if (admission.key != null) {
+      admission.key.decrementAndGet();
     }
-    String address = ctx.attribute(ADDRESS_ADMITTED);
-    if (address != null) {
-      ctx.attribute(ADDRESS_ADMITTED, null);
-      byAddress.computeIfPresent(address, (a, n) -> n <= 1 ? null : n - 1);
+    if (admission.address != null) {
+      byAddress.computeIfPresent(admission.address, (a, n) -> n <= 1 ? null : n - 1);
     }
+  }
+
+  /** What an admitted request holds: a place, and that of its key or of its client address. */
+  private static final class Admission {
+    AtomicInteger key;
+    String address;
+    boolean left;
   }
 
   /** Admits requests from now on. */
