@@ -15,7 +15,13 @@ steps), reading the server's CPU time (/proc/<pid>/stat, user + system) before a
 PostgreSQL that of the database's processes too. Prints
 each round, the medians, Runway's throughput as a share of the minimal server's (target: >= 0.9 on
 H2, >= 0.7 on PostgreSQL, p99 <= 25 ms), the CPU each spends per start in microseconds, and with
-BENCH_BASE_JAR Runway's CPU a start against that jar's (target: at most half).
+BENCH_BASE_JAR Runway's CPU a start against that jar's (target: at most half). Each round ends with the
+floor, bench/StartFloor.java on a fresh database: a start's rows (the run, its two events) stored through
+Runway's own schema and group commit, 32 starts a commit, with nothing else (no HTTP, no JSON, no key): the CPU a
+start takes before any request handling, against Runway's and half the base jar's (JVM and PostgreSQL
+together on PostgreSQL); with it, the minimal server's request handling (the CPU of its threads but its
+writer, H2's background writer, the garbage collector and the JIT: a lower bound) and their sum, the least
+that a Javalin server storing what Runway stores could spend a start.
 
 usage: python3 bench/cpu.py [h2|pg|both]      (default: both)
   RUNWAY_JAR, RUNWAY_JAVA_OPTS as for bench/agents.py; BENCH_PG_URL (jdbc:postgresql://127.0.0.1:5432/postgres),
@@ -36,6 +42,10 @@ PG_URL = os.environ.get("BENCH_PG_URL", "jdbc:postgresql://127.0.0.1:5432/postgr
 PG_USER = os.environ.get("BENCH_PG_USER", "postgres")
 ROUNDS = int(os.environ.get("BENCH_ROUNDS", "2"))
 BASE_JAR = os.environ.get("BENCH_BASE_JAR")
+# Not the minimal server's request handling: its group commit's writer, H2's background writer, the garbage
+# collector (the serial collector runs in the VM thread: on H2 it collects the commits' garbage too) and the JIT.
+NOT_REQUESTS = ("writer", "MVStore", "VM Thread", "C1 Compiler", "C2 Compiler")
+FLOOR_WARM = 40  # the floor's code is small: C2 is done with it well before
 TICKS = os.sysconf("SC_CLK_TCK")
 KEY = "bench-minimal-key-0123456789"
 LUA = """
@@ -56,20 +66,25 @@ def cpu_seconds(pid):
     return (int(fields[11]) + int(fields[12])) / TICKS  # utime, stime
 
 
-def compiler_cpu_seconds(pid):
-    """CPU time of the JVM's JIT compiler threads (C1, C2) of process pid."""
+def threads_cpu_seconds(pid, names):
+    """CPU time of the threads of process pid whose name starts with one of names."""
     total = 0.0
     for tid in os.listdir("/proc/%d/task" % pid):
         try:
             with open("/proc/%d/task/%s/comm" % (pid, tid)) as f:
-                if not f.read().startswith(("C1 Compiler", "C2 Compiler")):
+                if not f.read().startswith(names):
                     continue
             with open("/proc/%d/task/%s/stat" % (pid, tid)) as f:
                 fields = f.read().rsplit(")", 1)[1].split()
             total += (int(fields[11]) + int(fields[12])) / TICKS
         except OSError:
-            pass  # a compiler thread that ended meanwhile
+            pass  # a thread that ended meanwhile
     return total
+
+
+def compiler_cpu_seconds(pid):
+    """CPU time of the JVM's JIT compiler threads (C1, C2) of process pid."""
+    return threads_cpu_seconds(pid, ("C1 Compiler", "C2 Compiler"))
 
 
 def warm_up(pid, target, key, script):
@@ -157,6 +172,25 @@ class Minimal:
         os.unlink(self.log.name)
 
 
+def floor(pg_url):
+    """bench/StartFloor.java on a fresh database: a start's rows stored through Runway's group commit, 32 starts
+    a commit, nothing else; its figures as round_'s (no latency: it answers no requests)."""
+    h2_dir = tempfile.mkdtemp(prefix="floor-h2-")
+    try:
+        out = subprocess.run(["java"] + agents.jvm_options() + ["-cp", agents.JAR, os.path.join(ROOT, "bench", "StartFloor.java"),
+                              pg_url or "jdbc:h2:file:%s/db" % h2_dir, PG_USER if pg_url else "sa", str(FLOOR_WARM), str(SECS)],
+                             capture_output=True, text=True, timeout=FLOOR_WARM + SECS + 120)
+    finally:
+        shutil.rmtree(h2_dir, ignore_errors=True)
+    line = next((l for l in out.stdout.splitlines() if l.startswith("RESULT ")), None)
+    if line is None:
+        raise agents.Fail("StartFloor gave no result:\n" + (out.stdout + out.stderr)[-2000:])
+    starts, seconds, cpu, pg_cpu = (float(x) for x in line.split()[1:])
+    return {"rate": starts / seconds, "p50": 0.0, "p99": 0.0, "cpu_us": cpu / starts * 1e6, "requests_us": 0.0,
+            "pg_us": pg_cpu / starts * 1e6,
+            "warm": FLOOR_WARM, "settled": True}
+
+
 def round_(kind, database, n, script):
     """One server on a fresh database: warm-up, then the measured load; its figures."""
     pg_db = None
@@ -165,6 +199,8 @@ def round_(kind, database, n, script):
         psql("CREATE DATABASE " + pg_db)
         url = PG_URL.rsplit("/", 1)[0] + "/" + pg_db
     try:
+        if kind == "floor":
+            return floor(url if database == "pg" else None)
         if kind in ("runway", "base"):
             settings = {} if database == "h2" else {"db.url": url, "db.user": PG_USER}
             jar, agents.JAR = agents.JAR, BASE_JAR if kind == "base" else agents.JAR
@@ -182,8 +218,11 @@ def round_(kind, database, n, script):
             target = server.base + "/v1/workflows/noop/runs"
             warm, settled = warm_up(server.proc.pid, target, server.key, script)
             before, pg_before = cpu_seconds(server.proc.pid), postgres_cpu_seconds()
+            not_requests_before = threads_cpu_seconds(server.proc.pid, NOT_REQUESTS)
             requests, non2xx, duration, p50, p99 = wrk(target, SECS, server.key, script)
             cpu = cpu_seconds(server.proc.pid) - before
+            # The minimal server's request handling, a lower bound of it (see NOT_REQUESTS; unused for Runway's jars).
+            requests_cpu = cpu - (threads_cpu_seconds(server.proc.pid, NOT_REQUESTS) - not_requests_before)
             pg_cpu = postgres_cpu_seconds() - pg_before
         finally:
             server.stop()
@@ -192,6 +231,7 @@ def round_(kind, database, n, script):
         if non2xx:
             raise agents.Fail("%s on %s: %d answers were not 2xx" % (kind, database, non2xx))
         return {"rate": requests / duration, "p50": p50, "p99": p99, "cpu_us": cpu / requests * 1e6,
+                "requests_us": requests_cpu / requests * 1e6,
                 "pg_us": pg_cpu / requests * 1e6 if database == "pg" else 0.0, "warm": warm, "settled": settled}
     finally:
         if pg_db:
@@ -213,7 +253,7 @@ def main():
     script = os.path.join(tempfile.mkdtemp(prefix="runway-bench-cpu-"), "start.lua")
     with open(script, "w") as f:
         f.write(LUA)
-    kinds = ["runway", "minimal"] + (["base"] if BASE_JAR else [])
+    kinds = ["runway", "minimal"] + (["base"] if BASE_JAR else []) + ["floor"]
     try:
         measure(databases, kinds, script)
     finally:
@@ -232,9 +272,10 @@ def measure(databases, kinds, script):
                 results[kind].append(r)
                 print("%-3s %-8s %8.0f starts/s  p50 %6.2f ms  p99 %6.2f ms  CPU %6.0f us/start%s  warm after %d s%s" % (
                     database, kind, r["rate"], r["p50"], r["p99"], r["cpu_us"],
-                    "  (PostgreSQL %4.0f us/start)" % r["pg_us"] if database == "pg" else "", r["warm"],
+                    ("  (PostgreSQL %4.0f us/start)" % r["pg_us"] if database == "pg" else "")
+                    + ("  (requests %3.0f us/start)" % r["requests_us"] if kind == "minimal" else ""), r["warm"],
                     "" if r["settled"] else " (JIT not settled)"), flush=True)
-        med = {k: {f: statistics.median(r[f] for r in v) for f in ("rate", "p50", "p99", "cpu_us", "pg_us", "warm")}
+        med = {k: {f: statistics.median(r[f] for r in v) for f in ("rate", "p50", "p99", "cpu_us", "requests_us", "pg_us", "warm")}
                for k, v in results.items()}
         target = 0.9 if database == "h2" else 0.7
         ratio = med["runway"]["rate"] / med["minimal"]["rate"]
@@ -251,6 +292,14 @@ def measure(databases, kinds, script):
             half = med["runway"]["cpu_us"] / med["base"]["cpu_us"]
             print("%s Runway's CPU a start %.2fx the base jar's (target <= 0.5: %s); throughput %.2fx" % (
                 database, half, agents.verdict(half <= 0.5), med["runway"]["rate"] / med["base"]["rate"]), flush=True)
+        f = med["floor"]
+        both = lambda k: med[k]["cpu_us"] + med[k]["pg_us"]
+        bound = both("floor") + med["minimal"]["requests_us"]
+        print("%s floor (a start's rows through the group commit, nothing else): CPU %.0f us/start%s, %.2f of Runway's; "
+              "with the minimal server's request handling (its request threads, %.0f us) %.0f us%s" % (
+                  database, f["cpu_us"], " + PostgreSQL %.0f = %.0f" % (f["pg_us"], both("floor")) if database == "pg" else "",
+                  both("floor") / both("runway"), med["minimal"]["requests_us"], bound,
+                  "; half the base jar's is %.0f" % (both("base") / 2) if BASE_JAR else ""), flush=True)
 
 
 if __name__ == "__main__":
