@@ -90,10 +90,7 @@ public final class InFlightLimit {
    * keys): removing it at zero took a lock on every request.
    */
   void enterForKey(Context ctx, String keyId) {
-    Admission admission = ctx.attribute(ADMISSION);
-    if (admission == null) {
-      return; // a metrics scrape: it takes no place, so its key holds none either
-    }
+    Admission admission = ctx.attribute(ADMISSION); // set: enter runs before the auth handler (RunwayApp)
     AtomicInteger count = byKey.computeIfAbsent(keyId, k -> new AtomicInteger());
     if (count.incrementAndGet() > maxPerKey) {
       count.decrementAndGet();
